@@ -1,0 +1,63 @@
+// Compiling an operator into a callable kernel, and running it.
+//
+// compile() takes an Operator and a target (a HwSpec) and a strategy name
+// that decides how the schedule is chosen ("default": a simple parallel +
+// vectorized schedule; construction and search strategies plug in under the
+// same name). It lowers, generates code in process and returns a Kernel.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/buffer.h"
+#include "loom/hwspec.h"
+#include "loom/operator.h"
+
+namespace loom {
+
+struct CompileOptions {
+  std::string strategy = "default";
+  HwSpec target;    // empty name: detect the host
+  int threads = 0;  // parallel workers when running; 0: all cores
+};
+
+// What compile() did, for reports.
+struct CompileReport {
+  std::string strategy;
+  double construct_ms = 0;  // choosing the schedule
+  double codegen_ms = 0;    // lowering + code generation + JIT
+  int measured_candidates = 0;
+  std::string schedule;     // the chosen schedule, printed
+  std::string loop_ir;      // the lowered loop nest, printed
+};
+
+class KernelImpl;
+
+class Kernel {
+ public:
+  Kernel() = default;
+  explicit Kernel(std::shared_ptr<KernelImpl> impl) : impl_(std::move(impl)) {}
+
+  // Runs on buffers matching the operator's inputs and outputs, in order.
+  // Symbolic sizes are bound from the buffer shapes. Throws UserError naming
+  // the buffer and the expected shape on any mismatch.
+  void run(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) const;
+
+  const Operator& op() const;
+  const CompileReport& report() const;
+  // Textual LLVM IR of the optimized module (for inspection).
+  std::string llvm_ir() const;
+
+ private:
+  std::shared_ptr<KernelImpl> impl_;
+};
+
+std::vector<std::string> list_strategies();
+Kernel compile(const Operator& op, const CompileOptions& options = {});
+
+// Output shapes of `op` once its symbolic sizes are bound from `inputs`.
+std::vector<std::vector<int64_t>> output_shapes(const Operator& op,
+                                                const std::vector<Buffer>& inputs);
+
+}  // namespace loom

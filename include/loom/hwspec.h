@@ -1,0 +1,75 @@
+// Hardware descriptions read by legality checks and the analytic model.
+//
+// A HwSpec is a plain struct: parsing (YAML, one place: src/hwspec/) and host
+// detection fill it; everything else only reads it. The YAML schema is
+// documented in hwspecs/README.md, field for field with this struct.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+struct CacheLevel {
+  std::string name;          // "L1d", "L2", "L3"
+  int64_t size_bytes = 0;    // capacity of one instance
+  int64_t line_bytes = 64;
+  int64_t associativity = 8;
+  int64_t shared_by_cores = 1;  // cores sharing one instance
+  double bandwidth_gbs = 0;     // per core; 0 when unknown
+};
+
+struct CpuSpec {
+  int cores = 1;
+  int threads_per_core = 1;
+  int vector_bits = 128;   // widest usable SIMD register
+  int fma_units = 1;       // vector FMA pipes per core
+  int fma_latency = 4;     // cycles
+  int vector_registers = 16;
+  double frequency_ghz = 1.0;
+  double peak_gflops_per_core = 0;  // fp32; derived when absent
+  double dram_bandwidth_gbs = 0;
+  std::vector<CacheLevel> caches;  // innermost first
+  std::vector<std::string> isa;    // e.g. {"avx2", "fma", "avx512f"}
+
+  int fp32_lanes() const { return vector_bits / 32; }
+};
+
+struct GpuSpec {
+  int sms = 1;
+  int warp_size = 32;
+  int max_threads_per_block = 1024;
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
+  int64_t shared_memory_per_block = 48 * 1024;
+  int64_t shared_memory_per_sm = 96 * 1024;
+  int64_t registers_per_sm = 65536;
+  int max_registers_per_thread = 255;
+  int64_t l2_bytes = 0;
+  double dram_bandwidth_gbs = 0;
+  double peak_fp32_tflops = 0;
+  double clock_ghz = 1.0;
+  std::string compute_capability;  // "9.0"
+};
+
+enum class TargetKind { Cpu, Gpu };
+
+struct HwSpec {
+  std::string name;
+  std::string source;  // file it came from, or "detected"
+  TargetKind kind = TargetKind::Cpu;
+  CpuSpec cpu;  // valid when kind == Cpu
+  GpuSpec gpu;  // valid when kind == Gpu
+};
+
+// Loads a spec by name ("host", "skylake_avx512", "h100", ...) from the
+// bundled hwspecs/ folder, or from a path to a YAML file. "host" is detected
+// at run time (cpuid + sysfs). Throws UserError naming the file, field and
+// value for a malformed or inconsistent spec, or the name when unknown.
+HwSpec load_hwspec(const std::string& name_or_path);
+HwSpec parse_hwspec_yaml(const std::string& yaml_text, const std::string& source);
+HwSpec detect_host_cpu();
+std::vector<std::string> bundled_hwspec_names();
+
+}  // namespace loom

@@ -1,0 +1,44 @@
+// The loom command line: shared pieces of its commands.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loom/loom.h"
+
+namespace loom::cli {
+
+// What one `loom run` measured.
+struct RunOutcome {
+  Operator op;
+  std::string strategy;
+  std::string hwspec;
+  int threads = 0;
+  CompileReport report;
+  double time_ms = 0;
+  double gflops = 0;
+  CheckResult check;
+};
+
+struct RunSettings {
+  std::string strategy = "default";
+  std::string hwspec = "host";
+  int threads = 0;
+  TimingOptions timing;
+  bool dump_ir = false;  // print the schedule, loop IR and LLVM IR to stderr
+};
+
+// Builds, compiles, runs on random inputs, checks and times one operator.
+RunOutcome run_operator(const std::string& name, const std::map<std::string, std::string>& params,
+                        const RunSettings& settings);
+
+int command_ops(const std::vector<std::string>& args);
+int command_run(const std::vector<std::string>& args);
+int command_workload(const std::vector<std::string>& args);
+
+// "--name=value" -> value when the flag matches.
+bool flag_value(const std::string& arg, const std::string& name, std::string& value);
+int parse_count(const std::string& flag, const std::string& value, int minimum);
+
+}  // namespace loom::cli

@@ -1,0 +1,47 @@
+// loom: build, run and check tensor kernels from the command line.
+#include <iostream>
+
+#include "cli/cli.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: loom <command> [arguments]\n"
+    "\n"
+    "commands:\n"
+    "  ops                       list operators and their parameters\n"
+    "  run <op> <param>=<value>... [--strategy=default] [--threads=N] [--hwspec=NAME|FILE]\n"
+    "                            [--repeats=N] [--json] [--dump-ir]\n"
+    "                            compile, run on random inputs, check against the reference, time\n"
+    "  workload [bert] [--threads=N] [--strategy=...] [--json]\n"
+    "                            the operators of one BERT-base encoder layer (sequence 128)\n"
+    "  hwspecs                   list bundled hardware specs\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "ops") return loom::cli::command_ops(args);
+    if (command == "run") return loom::cli::command_run(args);
+    if (command == "workload") return loom::cli::command_workload(args);
+    if (command == "hwspecs") {
+      for (const auto& n : loom::bundled_hwspec_names()) std::cout << n << "\n";
+      return 0;
+    }
+    std::cerr << "loom: error: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const loom::UserError& e) {
+    std::cerr << "loom: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "loom: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,142 @@
+// `loom ops` and `loom run`.
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+
+namespace loom::cli {
+
+bool flag_value(const std::string& arg, const std::string& name, std::string& value) {
+  std::string prefix = "--" + name + "=";
+  if (arg.rfind(prefix, 0) != 0) return false;
+  value = arg.substr(prefix.size());
+  return true;
+}
+
+int parse_count(const std::string& flag, const std::string& value, int minimum) {
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  LOOM_USER_CHECK(used == value.size() && !value.empty(), "--", flag, "='", value, "' is not an integer");
+  LOOM_USER_CHECK(v >= minimum, "--", flag, "=", v, " must be at least ", minimum);
+  return v;
+}
+
+int command_ops(const std::vector<std::string>& args) {
+  LOOM_USER_CHECK(args.empty(), "'loom ops' takes no arguments, got '", args.front(), "'");
+  for (const OperatorInfo& info : list_operators()) {
+    std::cout << info.name << ": " << info.summary << "\n";
+    for (const ParamSpec& p : info.params) {
+      std::cout << "    " << std::left << std::setw(10) << p.name;
+      if (p.kind == ParamKind::Choice) {
+        std::string all;
+        for (const auto& c : p.choices) all += (all.empty() ? "" : "|") + c;
+        std::cout << all << " [" << p.default_value << "]";
+      } else {
+        std::cout << "int" << (p.default_value.empty() ? " (required)" : " [" + p.default_value + "]");
+      }
+      std::cout << "  " << p.doc << "\n";
+    }
+  }
+  return 0;
+}
+
+RunOutcome run_operator(const std::string& name, const std::map<std::string, std::string>& params,
+                        const RunSettings& settings) {
+  RunOutcome out;
+  out.op = make_operator(name, params);
+  out.strategy = settings.strategy;
+  out.hwspec = settings.hwspec;
+  out.threads = settings.threads;
+  CompileOptions options;
+  options.strategy = settings.strategy;
+  options.target = load_hwspec(settings.hwspec);
+  options.threads = settings.threads;
+  Kernel kernel = compile(out.op, options);
+  out.report = kernel.report();
+  if (settings.dump_ir)
+    std::cerr << "# schedule\n" << out.report.schedule << "\n# loop IR\n" << out.report.loop_ir
+              << "\n# LLVM IR (optimized)\n" << kernel.llvm_ir() << "\n";
+
+  std::vector<Buffer> inputs = random_inputs(out.op, /*seed=*/42, {});
+  std::vector<Buffer> outputs;
+  for (const auto& shape : output_shapes(out.op, inputs)) outputs.push_back(Buffer::allocate(shape));
+  kernel.run(inputs, outputs);
+  out.check = check_against_reference(out.op, inputs, outputs);
+
+  TimingResult t = time_function([&] { kernel.run(inputs, outputs); }, settings.timing);
+  out.time_ms = t.median_ms;
+  double flops = double(*out.op.flops.as_const_int());
+  out.gflops = flops / (t.median_ms * 1e6);
+  return out;
+}
+
+namespace {
+
+nlohmann::json to_json(const RunOutcome& r) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : r.op.params) {
+    bool numeric = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+    params[k] = numeric ? nlohmann::json(std::stoll(v)) : nlohmann::json(v);
+  }
+  return {{"op", r.op.name},
+          {"params", params},
+          {"strategy", r.strategy},
+          {"hwspec", r.hwspec},
+          {"threads", r.threads},
+          {"construct_ms", r.report.construct_ms},
+          {"codegen_ms", r.report.codegen_ms},
+          {"measured_candidates", r.report.measured_candidates},
+          {"time_ms", r.time_ms},
+          {"gflops", r.gflops},
+          {"max_rel_err", r.check.max_rel_err},
+          {"points_checked", r.check.points_checked},
+          {"ok", r.check.ok}};
+}
+
+}  // namespace
+
+int command_run(const std::vector<std::string>& args) {
+  LOOM_USER_CHECK(!args.empty(), "'loom run' needs an operator name (see 'loom ops')");
+  RunSettings settings;
+  bool json = false;
+  std::map<std::string, std::string> params;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    if (a == "--json") json = true;
+    else if (a == "--dump-ir") settings.dump_ir = true;
+    else if (flag_value(a, "strategy", v)) settings.strategy = v;
+    else if (flag_value(a, "hwspec", v)) settings.hwspec = v;
+    else if (flag_value(a, "threads", v)) settings.threads = parse_count("threads", v, 0);
+    else if (flag_value(a, "repeats", v)) settings.timing.repeats = parse_count("repeats", v, 1);
+    else if (a.rfind("--", 0) == 0) throw UserError("unknown option '" + a + "'");
+    else {
+      size_t eq = a.find('=');
+      LOOM_USER_CHECK(eq != std::string::npos && eq > 0, "argument '", a, "' is not <param>=<value>");
+      std::string key = a.substr(0, eq);
+      LOOM_USER_CHECK(!params.count(key), "parameter ", key, " given twice");
+      params[key] = a.substr(eq + 1);
+    }
+  }
+  RunOutcome r = run_operator(args[0], params, settings);
+  if (json) {
+    std::cout << to_json(r).dump() << std::endl;
+  } else {
+    std::cout << r.op.name;
+    for (const auto& [k, v] : r.op.params) std::cout << " " << k << "=" << v;
+    std::cout << "\n  strategy " << r.strategy << ", hwspec " << r.hwspec << ", threads " << r.threads
+              << "\n  construct " << r.report.construct_ms << " ms, codegen " << r.report.codegen_ms << " ms"
+              << "\n  time " << r.time_ms << " ms (median), " << r.gflops << " GFLOP/s"
+              << "\n  max_rel_err " << r.check.max_rel_err << " over " << r.check.points_checked << " points: "
+              << (r.check.ok ? "ok" : "WRONG") << "\n";
+  }
+  return r.check.ok ? 0 : 1;
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,479 @@
+#include "codegen/cpu/llvm_codegen.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <unordered_map>
+
+#include "ir/analysis.h"
+
+namespace loom::codegen {
+
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Function;
+using llvm::Type;
+using llvm::Value;
+
+constexpr unsigned kElementAlign = 4;
+
+// Emits statements and expressions into one function at a time. Outlining a
+// parallel loop starts a fresh FunctionEmitter for the task body.
+class FunctionEmitter {
+ public:
+  FunctionEmitter(llvm::Module& m, const CpuSpec& cpu) : m_(m), ctx_(m.getContext()), b_(ctx_), cpu_(cpu) {
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    fmf.setAllowReassoc(true);
+    b_.setFastMathFlags(fmf);
+  }
+
+  // Emits `body` as the whole of function `fn`, whose parameters are bound
+  // to `buffers` then `vars` (then optionally begin/end of a parallel chunk).
+  void emit_function(Function* fn, const std::vector<const BufferNode*>& buffers,
+                     const std::vector<const ExprNode*>& vars, const Stmt& body) {
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
+    auto arg = fn->arg_begin();
+    for (const BufferNode* buf : buffers) bufs_[buf] = &*arg++;
+    for (const ExprNode* v : vars) vars_[v] = &*arg++;
+    stmt(body);
+    b_.CreateRetVoid();
+  }
+
+  void emit_parallel_chunk(Function* fn, const std::vector<const BufferNode*>& buffers,
+                           const std::vector<const ExprNode*>& vars, const ForNode* loop) {
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
+    auto arg = fn->arg_begin();
+    for (const BufferNode* buf : buffers) bufs_[buf] = &*arg++;
+    for (const ExprNode* v : vars) vars_[v] = &*arg++;
+    Value* begin = &*arg++;
+    Value* end = &*arg++;
+    in_parallel_ = true;
+    counted_loop(loop->var.get(), begin, end, 1, [&] { stmt(loop->body); });
+    b_.CreateRetVoid();
+  }
+
+ private:
+  // ---- types and small helpers ----
+  Type* scalar_type(DType t) {
+    if (t.is_bool()) return b_.getInt1Ty();
+    if (t.is_float()) return t.bits == 64 ? b_.getDoubleTy() : b_.getFloatTy();
+    return b_.getIntNTy(t.bits);
+  }
+  static bool is_vec(Value* v) { return v->getType()->isVectorTy(); }
+  Value* splat(Value* v, int lanes) { return is_vec(v) || lanes == 1 ? v : b_.CreateVectorSplat(lanes, v); }
+  // The lane count an expression evaluates to in the current context.
+  int lanes_of(const Expr& e) const { return lanes_ > 1 && !scalarize_ && uses_var(e, vec_var_) ? lanes_ : 1; }
+  void match(Value*& a, Value*& b) {
+    if (is_vec(a) && !is_vec(b)) b = splat(b, lanes_);
+    if (is_vec(b) && !is_vec(a)) a = splat(a, lanes_);
+  }
+  Value* all_true() { return llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)); }
+  Function* intrinsic(llvm::Intrinsic::ID id, Type* t) { return llvm::Intrinsic::getDeclaration(&m_, id, {t}); }
+
+  // ---- statements ----
+  void stmt(const Stmt& s) {
+    if (auto* f = s->as<ForNode>()) return loop(f);
+    if (auto* st = s->as<StoreNode>()) return store(st);
+    if (auto* seq = s->as<SeqNode>()) {
+      for (const Stmt& c : seq->stmts) stmt(c);
+      return;
+    }
+    if (auto* a = s->as<AllocateNode>()) return allocate(a);
+    throw InternalError("codegen: unknown statement");
+  }
+
+  // for (var = begin; var < end; var += step) body()
+  template <typename Body>
+  void counted_loop(const ExprNode* var, Value* begin, Value* end, int64_t step, Body body) {
+    Function* fn = b_.GetInsertBlock()->getParent();
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* header = BasicBlock::Create(ctx_, "loop", fn);
+    BasicBlock* inside = BasicBlock::Create(ctx_, "body", fn);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2);
+    iv->addIncoming(begin, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), inside, exit);
+    b_.SetInsertPoint(inside);
+    Value* saved = vars_.count(var) ? vars_[var] : nullptr;
+    vars_[var] = iv;
+    body();
+    Value* next = b_.CreateAdd(iv, b_.getInt64(step), "", /*HasNUW=*/false, /*HasNSW=*/true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    if (saved) vars_[var] = saved; else vars_.erase(var);
+  }
+
+  void loop(const ForNode* f) {
+    Value* extent = expr(f->extent);
+    LOOM_INTERNAL_CHECK(!is_vec(extent), "loop extent varies across vector lanes: ", f->extent.str());
+    if (f->for_kind == ForKind::Parallel && !in_parallel_) return parallel_loop(f, extent);
+    if (f->for_kind == ForKind::Vectorized && lanes_ == 1) {
+      // Main part in vectors of f->lanes, then a scalar remainder.
+      Value* rem = b_.CreateSRem(extent, b_.getInt64(f->lanes));
+      Value* main_end = b_.CreateSub(extent, rem);
+      lanes_ = f->lanes;
+      vec_var_ = f->var.get();
+      counted_loop(f->var.get(), b_.getInt64(0), main_end, f->lanes, [&] { stmt(f->body); });
+      lanes_ = 1;
+      vec_var_ = nullptr;
+      counted_loop(f->var.get(), main_end, extent, 1, [&] { stmt(f->body); });
+      return;
+    }
+    counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); });
+  }
+
+  void parallel_loop(const ForNode* f, Value* extent) {
+    // Capture every buffer and variable in scope.
+    std::vector<const BufferNode*> buffers;
+    std::vector<const ExprNode*> vars;
+    std::vector<Type*> params;
+    for (auto& [buf, v] : bufs_) {
+      buffers.push_back(buf);
+      params.push_back(b_.getPtrTy());
+    }
+    for (auto& [var, v] : vars_) {
+      vars.push_back(var);
+      params.push_back(b_.getInt64Ty());
+    }
+    params.push_back(b_.getInt64Ty());
+    params.push_back(b_.getInt64Ty());
+    std::string base = b_.GetInsertBlock()->getParent()->getName().str() + "_par" + std::to_string(task_count_++);
+    Function* chunk = Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
+                                       Function::InternalLinkage, base + "_chunk", m_);
+    for (size_t i = 0; i < buffers.size(); ++i) chunk->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+    FunctionEmitter inner(m_, cpu_);
+    inner.emit_parallel_chunk(chunk, buffers, vars, f);
+
+    // task(closure, begin, end): unpack the closure and call the chunk.
+    Function* task = Function::Create(
+        llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty()}, false),
+        Function::InternalLinkage, base + "_task", m_);
+    {
+      llvm::IRBuilder<> tb(BasicBlock::Create(ctx_, "entry", task));
+      std::vector<Value*> args;
+      Value* closure = task->getArg(0);
+      for (size_t i = 0; i < buffers.size() + vars.size(); ++i) {
+        Value* slot = tb.CreateConstGEP1_64(tb.getInt64Ty(), closure, i);
+        Value* raw = tb.CreateLoad(tb.getInt64Ty(), slot);
+        args.push_back(i < buffers.size() ? tb.CreateIntToPtr(raw, tb.getPtrTy()) : raw);
+      }
+      args.push_back(task->getArg(1));
+      args.push_back(task->getArg(2));
+      tb.CreateCall(chunk, args);
+      tb.CreateRetVoid();
+    }
+
+    // Pack the closure on the caller's stack and run.
+    Function* fn = b_.GetInsertBlock()->getParent();
+    llvm::IRBuilder<> entry_b(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+    size_t n = buffers.size() + vars.size();
+    Value* closure = entry_b.CreateAlloca(b_.getInt64Ty(), b_.getInt64(std::max<size_t>(n, 1)));
+    for (size_t i = 0; i < n; ++i) {
+      Value* v = i < buffers.size() ? b_.CreatePtrToInt(bufs_[buffers[i]], b_.getInt64Ty()) : vars_[vars[i - buffers.size()]];
+      b_.CreateStore(v, b_.CreateConstGEP1_64(b_.getInt64Ty(), closure, i));
+    }
+    auto* fn_type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getPtrTy(), b_.getInt64Ty()}, false);
+    b_.CreateCall(m_.getOrInsertFunction("loom_parallel_for", fn_type), {task, closure, extent});
+  }
+
+  void allocate(const AllocateNode* a) {
+    Value* count = expr(product(a->buffer->shape));
+    Value* bytes = b_.CreateMul(count, b_.getInt64(a->buffer->dtype.bytes()));
+    auto* alloc_t = llvm::FunctionType::get(b_.getPtrTy(), {b_.getInt64Ty()}, false);
+    auto* free_t = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false);
+    Value* ptr = b_.CreateCall(m_.getOrInsertFunction("loom_alloc", alloc_t), {bytes});
+    bufs_[a->buffer.get()] = ptr;
+    stmt(a->body);
+    b_.CreateCall(m_.getOrInsertFunction("loom_free", free_t), {ptr});
+    bufs_.erase(a->buffer.get());
+  }
+
+  void store(const StoreNode* s) {
+    Value* base = bufs_.at(s->buffer.get());
+    Type* elt = scalar_type(s->buffer->dtype);
+    Value* value = expr(s->value);
+    if (lanes_of(s->index) == 1) {
+      LOOM_INTERNAL_CHECK(!is_vec(value), "vector value stored to one element of ", s->buffer->name);
+      b_.CreateAlignedStore(value, b_.CreateGEP(elt, base, expr(s->index)), llvm::Align(kElementAlign));
+      return;
+    }
+    value = splat(value, lanes_);
+    if (linear_coeff(s->index, vec_var_) == 1) {
+      b_.CreateAlignedStore(value, b_.CreateGEP(elt, base, scalar_expr(s->index)), llvm::Align(kElementAlign));
+    } else {
+      b_.CreateMaskedScatter(value, b_.CreateGEP(elt, base, expr(s->index)), llvm::Align(kElementAlign));
+    }
+  }
+
+  // ---- expressions ----
+  // Evaluates with the vector variable standing for its first lane.
+  Value* scalar_expr(const Expr& e) {
+    bool saved = scalarize_;
+    scalarize_ = true;
+    Value* v = expr(e);
+    scalarize_ = saved;
+    return v;
+  }
+
+  Value* ramp(Value* base) {
+    std::vector<llvm::Constant*> steps;
+    for (int i = 0; i < lanes_; ++i) steps.push_back(b_.getInt64(i));
+    return b_.CreateAdd(splat(base, lanes_), llvm::ConstantVector::get(steps));
+  }
+
+  Value* expr(const Expr& e) {
+    const ExprNode* n = e.get();
+    switch (n->kind) {
+      case ExprKind::IntImm: return llvm::ConstantInt::get(scalar_type(n->dtype), n->as<IntImmNode>()->value, true);
+      case ExprKind::FloatImm: return llvm::ConstantFP::get(scalar_type(n->dtype), n->as<FloatImmNode>()->value);
+      case ExprKind::Var: {
+        auto it = vars_.find(n);
+        LOOM_INTERNAL_CHECK(it != vars_.end(), "codegen: unbound variable ", n->as<VarNode>()->name);
+        return n == vec_var_ && lanes_ > 1 && !scalarize_ ? ramp(it->second) : it->second;
+      }
+      case ExprKind::Binary: return binary(n->as<BinaryNode>());
+      case ExprKind::Unary: return unary(n->as<UnaryNode>());
+      case ExprKind::Compare: return compare(n->as<CompareNode>());
+      case ExprKind::Select: return select_value(e, n->as<SelectNode>());
+      case ExprKind::Cast: return cast_value(n->as<CastNode>());
+      case ExprKind::Load: return load(n->as<LoadNode>());
+      default: throw InternalError("codegen: unlowered expression " + e.str());
+    }
+  }
+
+  Value* floor_div_adjust(Value* q, Value* r, Value* d, bool want_mod) {
+    // C division truncates; floor division subtracts one when the remainder
+    // is non-zero and has the opposite sign of the divisor.
+    Value* zero = llvm::Constant::getNullValue(r->getType());
+    Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, d), zero));
+    if (want_mod) return b_.CreateSelect(adjust, b_.CreateAdd(r, d), r);
+    return b_.CreateSub(q, b_.CreateZExt(adjust, q->getType()));
+  }
+
+  Value* binary(const BinaryNode* n) {
+    Value* a = expr(n->a);
+    Value* c = expr(n->b);
+    match(a, c);
+    if (n->dtype.is_float()) {
+      switch (n->op) {
+        case BinaryOp::Add: return b_.CreateFAdd(a, c);
+        case BinaryOp::Sub: return b_.CreateFSub(a, c);
+        case BinaryOp::Mul: return b_.CreateFMul(a, c);
+        case BinaryOp::Div: return b_.CreateFDiv(a, c);
+        case BinaryOp::Max: return b_.CreateSelect(b_.CreateFCmpOGT(a, c), a, c);
+        case BinaryOp::Min: return b_.CreateSelect(b_.CreateFCmpOLT(a, c), a, c);
+        default: break;
+      }
+    } else {
+      switch (n->op) {
+        case BinaryOp::Add: return b_.CreateAdd(a, c);
+        case BinaryOp::Sub: return b_.CreateSub(a, c);
+        case BinaryOp::Mul: return b_.CreateMul(a, c);
+        case BinaryOp::Div: return floor_div_adjust(b_.CreateSDiv(a, c), b_.CreateSRem(a, c), c, false);
+        case BinaryOp::Mod: return floor_div_adjust(nullptr, b_.CreateSRem(a, c), c, true);
+        case BinaryOp::Max: return b_.CreateSelect(b_.CreateICmpSGT(a, c), a, c);
+        case BinaryOp::Min: return b_.CreateSelect(b_.CreateICmpSLT(a, c), a, c);
+        case BinaryOp::And: return b_.CreateAnd(a, c);
+        case BinaryOp::Or: return b_.CreateOr(a, c);
+      }
+    }
+    throw InternalError(std::string("codegen: bad binary op ") + to_string(n->op));
+  }
+
+  // Calls a scalar libm function lane by lane.
+  Value* libm_call(const char* name, Value* x) {
+    Type* f = b_.getFloatTy();
+    auto callee = m_.getOrInsertFunction(name, llvm::FunctionType::get(f, {f}, false));
+    if (!is_vec(x)) return b_.CreateCall(callee, {x});
+    Value* out = llvm::PoisonValue::get(x->getType());
+    for (int i = 0; i < lanes_; ++i)
+      out = b_.CreateInsertElement(out, b_.CreateCall(callee, {b_.CreateExtractElement(x, uint64_t(i))}), uint64_t(i));
+    return out;
+  }
+
+  Value* unary(const UnaryNode* n) {
+    Value* x = expr(n->a);
+    Type* t = x->getType();
+    switch (n->op) {
+      case UnaryOp::Neg: return n->dtype.is_float() ? b_.CreateFNeg(x) : b_.CreateNeg(x);
+      case UnaryOp::Not: return b_.CreateNot(x);
+      case UnaryOp::Exp: return b_.CreateCall(intrinsic(llvm::Intrinsic::exp, t), {x});
+      case UnaryOp::Log: return b_.CreateCall(intrinsic(llvm::Intrinsic::log, t), {x});
+      case UnaryOp::Sqrt: return b_.CreateCall(intrinsic(llvm::Intrinsic::sqrt, t), {x});
+      case UnaryOp::Rsqrt:
+        return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), b_.CreateCall(intrinsic(llvm::Intrinsic::sqrt, t), {x}));
+      case UnaryOp::Abs:
+        if (n->dtype.is_float()) return b_.CreateCall(intrinsic(llvm::Intrinsic::fabs, t), {x});
+        return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::Constant::getNullValue(t)), b_.CreateNeg(x), x);
+      case UnaryOp::Tanh: return libm_call("tanhf", x);
+      case UnaryOp::Erf: return libm_call("erff", x);
+    }
+    throw InternalError("codegen: bad unary op");
+  }
+
+  Value* compare(const CompareNode* n) {
+    Value* a = expr(n->a);
+    Value* c = expr(n->b);
+    match(a, c);
+    if (n->a.dtype().is_float()) {
+      switch (n->op) {
+        case CompareOp::LT: return b_.CreateFCmpOLT(a, c);
+        case CompareOp::LE: return b_.CreateFCmpOLE(a, c);
+        case CompareOp::GT: return b_.CreateFCmpOGT(a, c);
+        case CompareOp::GE: return b_.CreateFCmpOGE(a, c);
+        case CompareOp::EQ: return b_.CreateFCmpOEQ(a, c);
+        case CompareOp::NE: return b_.CreateFCmpUNE(a, c);
+      }
+    }
+    switch (n->op) {
+      case CompareOp::LT: return b_.CreateICmpSLT(a, c);
+      case CompareOp::LE: return b_.CreateICmpSLE(a, c);
+      case CompareOp::GT: return b_.CreateICmpSGT(a, c);
+      case CompareOp::GE: return b_.CreateICmpSGE(a, c);
+      case CompareOp::EQ: return b_.CreateICmpEQ(a, c);
+      case CompareOp::NE: return b_.CreateICmpNE(a, c);
+    }
+    throw InternalError("codegen: bad compare op");
+  }
+
+  // Only the taken side of a select may be evaluated: it can read memory
+  // that is out of bounds when the condition is false (padding).
+  Value* select_value(const Expr& e, const SelectNode* n) {
+    Value* cond = expr(n->cond);
+    const int lanes = lanes_of(e);
+    if (!is_vec(cond)) {
+      Function* fn = b_.GetInsertBlock()->getParent();
+      BasicBlock* then_bb = BasicBlock::Create(ctx_, "then", fn);
+      BasicBlock* else_bb = BasicBlock::Create(ctx_, "else", fn);
+      BasicBlock* merge = BasicBlock::Create(ctx_, "merge", fn);
+      b_.CreateCondBr(cond, then_bb, else_bb);
+      b_.SetInsertPoint(then_bb);
+      Value* tv = splat(expr(n->then_value), lanes);
+      BasicBlock* then_end = b_.GetInsertBlock();
+      b_.CreateBr(merge);
+      b_.SetInsertPoint(else_bb);
+      Value* ev = splat(expr(n->else_value), lanes);
+      BasicBlock* else_end = b_.GetInsertBlock();
+      b_.CreateBr(merge);
+      b_.SetInsertPoint(merge);
+      llvm::PHINode* phi = b_.CreatePHI(tv->getType(), 2);
+      phi->addIncoming(tv, then_end);
+      phi->addIncoming(ev, else_end);
+      return phi;
+    }
+    Value* outer = mask_;
+    mask_ = outer ? b_.CreateAnd(outer, cond) : cond;
+    Value* tv = splat(expr(n->then_value), lanes_);
+    Value* not_cond = b_.CreateNot(cond);
+    mask_ = outer ? b_.CreateAnd(outer, not_cond) : not_cond;
+    Value* ev = splat(expr(n->else_value), lanes_);
+    mask_ = outer;
+    return b_.CreateSelect(cond, tv, ev);
+  }
+
+  Value* cast_value(const CastNode* n) {
+    Value* x = expr(n->value);
+    DType from = n->value.dtype(), to = n->dtype;
+    Type* t = scalar_type(to);
+    if (is_vec(x)) t = llvm::FixedVectorType::get(t, lanes_);
+    if (from.is_float() && to.is_float()) return b_.CreateFPCast(x, t);
+    if (from.is_float()) return b_.CreateFPToSI(x, t);
+    if (to.is_float()) return from.is_bool() ? b_.CreateUIToFP(x, t) : b_.CreateSIToFP(x, t);
+    return b_.CreateIntCast(x, t, !from.is_bool());
+  }
+
+  Value* load(const LoadNode* n) {
+    Value* base = bufs_.at(n->buffer.get());
+    Type* elt = scalar_type(n->dtype);
+    const llvm::Align align(kElementAlign);
+    if (lanes_of(n->index) == 1) {
+      Value* ptr = b_.CreateGEP(elt, base, expr(n->index));
+      if (!mask_) return b_.CreateAlignedLoad(elt, ptr, align);
+      // A uniform address under a lane mask: load only if some lane is live.
+      return b_.CreateMaskedGather(llvm::FixedVectorType::get(elt, lanes_), splat(ptr, lanes_), align, mask_);
+    }
+    auto* vt = llvm::FixedVectorType::get(elt, lanes_);
+    if (linear_coeff(n->index, vec_var_) == 1) {
+      Value* ptr = b_.CreateGEP(elt, base, scalar_expr(n->index));
+      if (!mask_) return b_.CreateAlignedLoad(vt, ptr, align);
+      return b_.CreateMaskedLoad(vt, ptr, align, mask_);
+    }
+    return b_.CreateMaskedGather(vt, b_.CreateGEP(elt, base, expr(n->index)), align, mask_ ? mask_ : all_true());
+  }
+
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  const CpuSpec& cpu_;
+  std::unordered_map<const BufferNode*, Value*> bufs_;
+  std::unordered_map<const ExprNode*, Value*> vars_;
+  const ExprNode* vec_var_ = nullptr;
+  int lanes_ = 1;
+  bool scalarize_ = false;
+  bool in_parallel_ = false;
+  Value* mask_ = nullptr;
+  int task_count_ = 0;
+};
+
+void set_target_attributes(llvm::Module& m, const CpuSpec& cpu) {
+  std::string width = std::to_string(cpu.vector_bits);
+  for (Function& f : m) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr(llvm::Attribute::NoUnwind);
+    f.addFnAttr("prefer-vector-width", width);
+    f.addFnAttr("min-legal-vector-width", width);
+  }
+}
+
+}  // namespace
+
+LlvmModule build_llvm_module(const LoweredFunc& func, const CpuSpec& cpu, const std::string& symbol) {
+  LlvmModule out;
+  out.context = std::make_unique<llvm::LLVMContext>();
+  out.module = std::make_unique<llvm::Module>(symbol, *out.context);
+  out.entry = symbol;
+  llvm::Module& m = *out.module;
+  llvm::IRBuilder<> b(*out.context);
+
+  std::vector<const BufferNode*> buffers;
+  std::vector<const ExprNode*> vars;
+  std::vector<Type*> params;
+  for (const BufferRef& buf : func.args) {
+    buffers.push_back(buf.get());
+    params.push_back(b.getPtrTy());
+  }
+  for (const Var& v : func.size_vars) {
+    vars.push_back(v.get());
+    params.push_back(b.getInt64Ty());
+  }
+  Function* body = Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
+                                    Function::InternalLinkage, symbol + "_body", m);
+  for (size_t i = 0; i < buffers.size(); ++i) body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+  FunctionEmitter(m, cpu).emit_function(body, buffers, vars, func.body);
+
+  Function* entry = Function::Create(llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getPtrTy()}, false),
+                                     Function::ExternalLinkage, symbol, m);
+  b.SetInsertPoint(BasicBlock::Create(*out.context, "entry", entry));
+  std::vector<Value*> args;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    args.push_back(b.CreateLoad(b.getPtrTy(), b.CreateConstGEP1_64(b.getPtrTy(), entry->getArg(0), i)));
+  for (size_t i = 0; i < vars.size(); ++i)
+    args.push_back(b.CreateLoad(b.getInt64Ty(), b.CreateConstGEP1_64(b.getInt64Ty(), entry->getArg(1), i)));
+  b.CreateCall(body, args);
+  b.CreateRetVoid();
+
+  set_target_attributes(m, cpu);
+  std::string errors;
+  llvm::raw_string_ostream es(errors);
+  if (llvm::verifyModule(m, &es)) throw InternalError("generated LLVM IR is invalid: " + es.str());
+  return out;
+}
+
+}  // namespace loom::codegen

@@ -1,0 +1,142 @@
+// Finding hardware specs by name, and detecting the host CPU.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <thread>
+
+#include "loom/error.h"
+#include "loom/hwspec.h"
+
+#ifndef LOOM_HWSPEC_DIR
+#error "LOOM_HWSPEC_DIR must name the bundled hwspecs/ folder"
+#endif
+
+namespace loom {
+
+HwSpec load_hwspec_file(const std::string& path);  // hwspec_yaml.cc
+
+namespace {
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+int64_t parse_sysfs_size(const std::string& s) {  // "48K", "2048K", "32768K"
+  if (s.empty()) return 0;
+  int64_t v = std::stoll(s);
+  char unit = s.back();
+  return unit == 'K' ? v * 1024 : unit == 'M' ? v * 1024 * 1024 : v;
+}
+
+int count_cpus_in_list(const std::string& list) {  // "0-3,8"
+  int n = 0;
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string part = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t dash = part.find('-');
+    n += dash == std::string::npos ? 1 : std::stoi(part.substr(dash + 1)) - std::stoi(part.substr(0, dash)) + 1;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::vector<std::string> bundled_hwspec_names() {
+  std::vector<std::string> names{"host"};
+  if (DIR* d = opendir(LOOM_HWSPEC_DIR)) {
+    while (dirent* e = readdir(d)) {
+      std::string f = e->d_name;
+      if (f.size() > 5 && f.substr(f.size() - 5) == ".yaml") names.push_back(f.substr(0, f.size() - 5));
+    }
+    closedir(d);
+  }
+  std::sort(names.begin() + 1, names.end());
+  return names;
+}
+
+HwSpec load_hwspec(const std::string& name_or_path) {
+  if (name_or_path.empty() || name_or_path == "host") return detect_host_cpu();
+  if (is_file(name_or_path)) return load_hwspec_file(name_or_path);
+  std::string bundled = std::string(LOOM_HWSPEC_DIR) + "/" + name_or_path + ".yaml";
+  if (is_file(bundled)) return load_hwspec_file(bundled);
+  std::string known;
+  for (const auto& n : bundled_hwspec_names()) known += (known.empty() ? "" : ", ") + n;
+  throw UserError("unknown hwspec '" + name_or_path + "': not a file and not a bundled spec (" + known + ")");
+}
+
+HwSpec detect_host_cpu() {
+  HwSpec spec;
+  spec.name = "host";
+  spec.source = "detected";
+  spec.kind = TargetKind::Cpu;
+  CpuSpec& c = spec.cpu;
+  c.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  std::string siblings = read_line("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list");
+  c.threads_per_core = siblings.empty() ? 1 : std::max(1, count_cpus_in_list(siblings));
+  c.cores = std::max(1, c.cores / c.threads_per_core);
+
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    c.vector_bits = 512;
+    c.vector_registers = 32;
+    c.isa = {"sse4.2", "avx2", "fma", "avx512f"};
+  } else if (__builtin_cpu_supports("avx2")) {
+    c.vector_bits = 256;
+    c.vector_registers = 16;
+    c.isa = {"sse4.2", "avx2"};
+    if (__builtin_cpu_supports("fma")) c.isa.push_back("fma");
+  } else {
+    c.vector_bits = 128;
+    c.vector_registers = 16;
+  }
+  // Not observable from cpuid: two FMA pipes of latency 4 is right for every
+  // recent x86 server core; a bundled spec gives exact values.
+  c.fma_units = 2;
+  c.fma_latency = 4;
+
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("cpu MHz", 0) == 0) {
+      c.frequency_ghz = std::stod(line.substr(line.find(':') + 1)) / 1000.0;
+      break;
+    }
+  }
+  if (c.frequency_ghz < 0.5) c.frequency_ghz = 2.0;
+  c.peak_gflops_per_core = c.frequency_ghz * c.fma_units * c.fp32_lanes() * 2;
+  c.dram_bandwidth_gbs = 20.0 * c.cores;  // rough per-core share; not detectable cheaply
+
+  for (int i = 0; i < 8; ++i) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::string type = read_line(dir + "type");
+    if (type.empty()) break;
+    if (type == "Instruction") continue;
+    CacheLevel lvl;
+    lvl.name = "L" + read_line(dir + "level") + (type == "Data" ? "d" : "");
+    lvl.size_bytes = parse_sysfs_size(read_line(dir + "size"));
+    std::string line = read_line(dir + "coherency_line_size"), ways = read_line(dir + "ways_of_associativity");
+    lvl.line_bytes = line.empty() ? 64 : std::stoll(line);
+    lvl.associativity = ways.empty() || std::stoll(ways) <= 0 ? 8 : std::stoll(ways);
+    std::string shared = read_line(dir + "shared_cpu_list");
+    lvl.shared_by_cores = shared.empty() ? 1 : std::max(1, count_cpus_in_list(shared) / c.threads_per_core);
+    if (lvl.size_bytes > 0) c.caches.push_back(lvl);
+  }
+  if (c.caches.empty()) {  // containers without sysfs cache info
+    c.caches = {{"L1d", 32 << 10, 64, 8, 1, 0}, {"L2", 1 << 20, 64, 16, 1, 0}, {"L3", 32 << 20, 64, 16, c.cores, 0}};
+  }
+  return spec;
+}
+
+}  // namespace loom

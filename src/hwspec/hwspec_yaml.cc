@@ -1,0 +1,220 @@
+// The one place hardware specs are parsed from YAML.
+//
+// Every field is checked: unknown keys (typos) are rejected, required keys
+// must be present, values must have the right type and range, and the spec
+// must be self-consistent. Errors name the file, the field and the value.
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "loom/error.h"
+#include "loom/hwspec.h"
+
+namespace loom {
+
+namespace {
+
+class Reader {
+ public:
+  Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const {
+    throw UserError(source_ + ": field '" + field + "': " + message);
+  }
+
+  void only_keys(const YAML::Node& map, const std::string& where, const std::set<std::string>& allowed) const {
+    if (!map.IsMap()) fail(where, "expected a mapping");
+    for (const auto& kv : map) {
+      std::string key = kv.first.as<std::string>();
+      if (!allowed.count(key)) {
+        std::string all;
+        for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
+        fail(join(where, key), "unknown field (allowed: " + all + ")");
+      }
+    }
+  }
+
+  static std::string join(const std::string& where, const std::string& key) {
+    return where.empty() ? key : where + "." + key;
+  }
+
+  std::string text(const YAML::Node& map, const std::string& where, const std::string& key, bool required = true,
+                   const std::string& fallback = "") const {
+    YAML::Node v = map[key];
+    if (!v) {
+      if (required) fail(join(where, key), "missing");
+      return fallback;
+    }
+    if (!v.IsScalar()) fail(join(where, key), "expected a scalar value");
+    return v.Scalar();
+  }
+
+  double number(const YAML::Node& map, const std::string& where, const std::string& key, bool required,
+                double fallback, double minimum) const {
+    std::string s = text(map, where, key, required, "");
+    if (s.empty() && !required) return fallback;
+    double v = 0;
+    std::istringstream is(s);
+    if (!(is >> v) || !is.eof()) fail(join(where, key), "value '" + s + "' is not a number");
+    if (v < minimum)
+      fail(join(where, key), "value '" + s + "' must be at least " + std::to_string(int64_t(minimum)));
+    return v;
+  }
+
+  int64_t integer(const YAML::Node& map, const std::string& where, const std::string& key, bool required,
+                  int64_t fallback, int64_t minimum = 1) const {
+    double v = number(map, where, key, required, double(fallback), double(minimum));
+    if (v != double(int64_t(v))) fail(join(where, key), "value '" + text(map, where, key) + "' is not an integer");
+    return int64_t(v);
+  }
+
+  // Sizes are bytes, or a number with a KiB/MiB/GiB (or KB/MB/GB) suffix.
+  int64_t bytes(const YAML::Node& map, const std::string& where, const std::string& key, bool required,
+                int64_t fallback) const {
+    std::string s = text(map, where, key, required, "");
+    if (s.empty() && !required) return fallback;
+    std::istringstream is(s);
+    double v = 0;
+    std::string unit;
+    if (!(is >> v)) fail(join(where, key), "value '" + s + "' is not a size");
+    is >> unit;
+    double scale = unit.empty() || unit == "B" ? 1
+                   : unit == "KiB" || unit == "KB" ? 1024.0
+                   : unit == "MiB" || unit == "MB" ? 1024.0 * 1024
+                   : unit == "GiB" || unit == "GB" ? 1024.0 * 1024 * 1024
+                                                   : -1;
+    if (scale < 0 || !is.eof()) fail(join(where, key), "value '" + s + "' has an unknown unit (use B, KiB, MiB, GiB)");
+    if (v <= 0) fail(join(where, key), "value '" + s + "' must be positive");
+    return int64_t(v * scale);
+  }
+
+ private:
+  std::string source_;
+};
+
+CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
+  r.only_keys(n, "cpu", {"cores", "threads_per_core", "vector_bits", "fma_units", "fma_latency",
+                         "vector_registers", "frequency_ghz", "peak_gflops_per_core", "dram_bandwidth_gbs",
+                         "caches", "isa"});
+  CpuSpec c;
+  c.cores = int(r.integer(n, "cpu", "cores", true, 1));
+  c.threads_per_core = int(r.integer(n, "cpu", "threads_per_core", false, 1));
+  c.vector_bits = int(r.integer(n, "cpu", "vector_bits", true, 128));
+  if (c.vector_bits != 128 && c.vector_bits != 256 && c.vector_bits != 512)
+    r.fail("cpu.vector_bits", "value '" + std::to_string(c.vector_bits) + "' must be 128, 256 or 512");
+  c.fma_units = int(r.integer(n, "cpu", "fma_units", true, 1));
+  c.fma_latency = int(r.integer(n, "cpu", "fma_latency", false, 4));
+  c.vector_registers = int(r.integer(n, "cpu", "vector_registers", true, 16));
+  c.frequency_ghz = r.number(n, "cpu", "frequency_ghz", true, 1.0, 0.1);
+  c.peak_gflops_per_core = r.number(n, "cpu", "peak_gflops_per_core", false, 0.0, 0.0);
+  if (c.peak_gflops_per_core == 0)
+    c.peak_gflops_per_core = c.frequency_ghz * c.fma_units * c.fp32_lanes() * 2;
+  c.dram_bandwidth_gbs = r.number(n, "cpu", "dram_bandwidth_gbs", true, 0.0, 0.1);
+  if (YAML::Node isa = n["isa"]) {
+    if (!isa.IsSequence()) r.fail("cpu.isa", "expected a list of ISA extension names");
+    for (const auto& e : isa) c.isa.push_back(e.as<std::string>());
+  }
+  YAML::Node caches = n["caches"];
+  if (!caches) r.fail("cpu.caches", "missing");
+  if (!caches.IsSequence() || caches.size() == 0) r.fail("cpu.caches", "expected a non-empty list of cache levels");
+  for (size_t i = 0; i < caches.size(); ++i) {
+    std::string where = "cpu.caches[" + std::to_string(i) + "]";
+    const YAML::Node& cn = caches[i];
+    r.only_keys(cn, where, {"name", "size", "line_bytes", "associativity", "shared_by_cores", "bandwidth_gbs"});
+    CacheLevel lvl;
+    lvl.name = r.text(cn, where, "name");
+    lvl.size_bytes = r.bytes(cn, where, "size", true, 0);
+    lvl.line_bytes = r.integer(cn, where, "line_bytes", false, 64);
+    if (lvl.line_bytes & (lvl.line_bytes - 1))
+      r.fail(where + ".line_bytes", "value '" + std::to_string(lvl.line_bytes) + "' is not a power of two");
+    lvl.associativity = r.integer(cn, where, "associativity", true, 8);
+    lvl.shared_by_cores = r.integer(cn, where, "shared_by_cores", false, 1);
+    lvl.bandwidth_gbs = r.number(cn, where, "bandwidth_gbs", false, 0.0, 0.0);
+    if (!c.caches.empty() && lvl.size_bytes * lvl.shared_by_cores <=
+                                 c.caches.back().size_bytes * c.caches.back().shared_by_cores)
+      r.fail(where + ".size", "cache levels must grow outward, but " + lvl.name + " is not larger than " +
+                                  c.caches.back().name);
+    c.caches.push_back(lvl);
+  }
+  return c;
+}
+
+GpuSpec parse_gpu(const YAML::Node& n, const Reader& r) {
+  r.only_keys(n, "gpu", {"compute_capability", "sms", "warp_size", "max_threads_per_block", "max_threads_per_sm",
+                         "max_blocks_per_sm", "shared_memory_per_block", "shared_memory_per_sm", "registers_per_sm",
+                         "max_registers_per_thread", "l2", "dram_bandwidth_gbs", "peak_fp32_tflops", "clock_ghz"});
+  GpuSpec g;
+  g.compute_capability = r.text(n, "gpu", "compute_capability");
+  g.sms = int(r.integer(n, "gpu", "sms", true, 1));
+  g.warp_size = int(r.integer(n, "gpu", "warp_size", true, 32));
+  g.max_threads_per_block = int(r.integer(n, "gpu", "max_threads_per_block", true, 1024));
+  g.max_threads_per_sm = int(r.integer(n, "gpu", "max_threads_per_sm", true, 2048));
+  g.max_blocks_per_sm = int(r.integer(n, "gpu", "max_blocks_per_sm", true, 32));
+  g.shared_memory_per_block = r.bytes(n, "gpu", "shared_memory_per_block", true, 0);
+  g.shared_memory_per_sm = r.bytes(n, "gpu", "shared_memory_per_sm", true, 0);
+  g.registers_per_sm = r.integer(n, "gpu", "registers_per_sm", true, 65536);
+  g.max_registers_per_thread = int(r.integer(n, "gpu", "max_registers_per_thread", true, 255));
+  g.l2_bytes = r.bytes(n, "gpu", "l2", true, 0);
+  g.dram_bandwidth_gbs = r.number(n, "gpu", "dram_bandwidth_gbs", true, 0, 0.1);
+  g.peak_fp32_tflops = r.number(n, "gpu", "peak_fp32_tflops", true, 0, 0.001);
+  g.clock_ghz = r.number(n, "gpu", "clock_ghz", true, 1.0, 0.1);
+  if (g.max_threads_per_block % g.warp_size != 0)
+    r.fail("gpu.max_threads_per_block", "value '" + std::to_string(g.max_threads_per_block) +
+                                            "' is not a multiple of warp_size " + std::to_string(g.warp_size));
+  if (g.max_threads_per_block > g.max_threads_per_sm)
+    r.fail("gpu.max_threads_per_block", "value '" + std::to_string(g.max_threads_per_block) +
+                                            "' exceeds max_threads_per_sm " + std::to_string(g.max_threads_per_sm));
+  if (g.shared_memory_per_block > g.shared_memory_per_sm)
+    r.fail("gpu.shared_memory_per_block", "value '" + std::to_string(g.shared_memory_per_block) +
+                                              "' exceeds shared_memory_per_sm " + std::to_string(g.shared_memory_per_sm));
+  return g;
+}
+
+}  // namespace
+
+HwSpec parse_hwspec_yaml(const std::string& yaml_text, const std::string& source) {
+  Reader r(source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw UserError(source + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
+                    std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  if (!root || !root.IsMap()) throw UserError(source + ": expected a YAML mapping with name, kind and cpu/gpu");
+  try {
+    r.only_keys(root, "", {"name", "kind", "description", "cpu", "gpu"});
+    HwSpec spec;
+    spec.source = source;
+    spec.name = r.text(root, "", "name");
+    std::string kind = r.text(root, "", "kind");
+    if (kind == "cpu") {
+      spec.kind = TargetKind::Cpu;
+      if (!root["cpu"]) r.fail("cpu", "missing (kind is cpu)");
+      if (root["gpu"]) r.fail("gpu", "present but kind is cpu");
+      spec.cpu = parse_cpu(root["cpu"], r);
+    } else if (kind == "gpu") {
+      spec.kind = TargetKind::Gpu;
+      if (!root["gpu"]) r.fail("gpu", "missing (kind is gpu)");
+      if (root["cpu"]) r.fail("cpu", "present but kind is gpu");
+      spec.gpu = parse_gpu(root["gpu"], r);
+    } else {
+      r.fail("kind", "value '" + kind + "' must be cpu or gpu");
+    }
+    return spec;
+  } catch (const YAML::Exception& e) {
+    throw UserError(source + ": invalid value at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+HwSpec load_hwspec_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError("cannot read hwspec file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_hwspec_yaml(ss.str(), path);
+}
+
+}  // namespace loom

@@ -1,0 +1,114 @@
+#include "runtime/thread_pool.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include "loom/error.h"
+#include "runtime/runtime_abi.h"
+
+namespace loom {
+
+namespace {
+thread_local ThreadPool* current_pool = nullptr;
+
+std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
+  int64_t base = n / chunks, extra = n % chunks;
+  int64_t begin = index * base + std::min<int64_t>(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint64_t seen = 0;
+  while (true) {
+    const std::function<void(int64_t, int64_t)>* job;
+    int64_t n;
+    int chunks;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+      n = n_;
+      chunks = chunks_;
+    }
+    if (index < chunks) {
+      auto [b, e] = chunk_range(n, chunks, index);
+      (*job)(b, e);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::run(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int chunks = int(std::min<int64_t>(n, threads_));
+  if (chunks == 1) {
+    fn(0, n);
+    return;
+  }
+  std::lock_guard<std::mutex> serial(run_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &fn;
+    n_ = n;
+    chunks_ = chunks;
+    pending_ = threads_ - 1;
+    ++generation_;
+  }
+  wake_.notify_all();
+  auto [b, e] = chunk_range(n, chunks, 0);
+  fn(b, e);
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return pending_ == 0; });
+}
+
+ThreadPool& ThreadPool::with_threads(int threads) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& pool = pools[threads];
+  if (!pool) pool = std::make_unique<ThreadPool>(threads);
+  return *pool;
+}
+
+ScopedPool::ScopedPool(ThreadPool& pool) : saved_(current_pool) { current_pool = &pool; }
+ScopedPool::~ScopedPool() { current_pool = saved_; }
+
+}  // namespace loom
+
+extern "C" void loom_parallel_for(void (*task)(void*, int64_t, int64_t), void* closure, int64_t n) {
+  if (!loom::current_pool) {
+    task(closure, 0, n);
+    return;
+  }
+  loom::current_pool->run(n, [&](int64_t b, int64_t e) { task(closure, b, e); });
+}
+
+extern "C" void* loom_alloc(int64_t bytes) {
+  size_t rounded = (size_t(std::max<int64_t>(bytes, 1)) + 63) & ~size_t(63);
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) std::abort();  // out of memory inside generated code: cannot unwind through JIT frames
+  return p;
+}
+
+extern "C" void loom_free(void* ptr) { std::free(ptr); }

@@ -1,0 +1,89 @@
+#include <sstream>
+#include <unordered_set>
+
+#include "ir/analysis.h"
+#include "schedule/schedule.h"
+
+namespace loom {
+
+namespace {
+
+void topo_visit(const te::Tensor& t, std::unordered_set<const TensorNode*>& seen, std::vector<te::Tensor>& order) {
+  if (t.is_placeholder() || !seen.insert(t.get()).second) return;
+  visit(t.get()->body, [&](const Expr& e) {
+    if (auto* r = e.get()->as<TensorReadNode>()) topo_visit(r->tensor, seen, order);
+    return true;
+  });
+  order.push_back(t);
+}
+
+bool is_output(const Operator& op, const te::Tensor& t) {
+  for (const auto& o : op.outputs)
+    if (o.get() == t.get()) return true;
+  return false;
+}
+
+// The widest power-of-two vector no longer than the axis, when it is known.
+int vector_width_for(const Expr& extent, int lanes) {
+  auto n = extent.as_const_int();
+  if (!n || *n >= lanes) return lanes;
+  int w = 1;
+  while (w * 2 <= *n) w *= 2;
+  return w >= 4 ? w : 1;
+}
+
+}  // namespace
+
+std::vector<te::Tensor> compute_stages(const Operator& op) {
+  std::unordered_set<const TensorNode*> seen;
+  std::vector<te::Tensor> order;
+  for (const auto& o : op.outputs) {
+    LOOM_USER_CHECK(!o.is_placeholder(), op.name, ": output '", o.name(), "' is an input placeholder");
+    topo_visit(o, seen, order);
+  }
+  return order;
+}
+
+const StageSchedule* Schedule::find(const te::Tensor& t) const {
+  for (const auto& s : stages)
+    if (s.tensor.get() == t.get()) return &s;
+  return nullptr;
+}
+
+std::string Schedule::str() const {
+  std::ostringstream os;
+  for (const auto& s : stages) {
+    os << s.tensor.name() << ": ";
+    if (s.inlined) {
+      os << "inline\n";
+      continue;
+    }
+    os << "parallel " << s.parallel_axes << " outer axes";
+    if (s.vector_axis >= 0) os << ", vectorize axis " << s.vector_axis << " x" << s.vector_width;
+    os << "\n";
+  }
+  return os.str();
+}
+
+Schedule default_schedule(const Operator& op, const HwSpec& target) {
+  const int lanes = target.kind == TargetKind::Cpu ? target.cpu.fp32_lanes() : 1;
+  Schedule sched;
+  for (const te::Tensor& t : compute_stages(op)) {
+    StageSchedule s;
+    s.tensor = t;
+    const Expr& body = t.get()->body;
+    s.inlined = !is_output(op, t) && !body.get()->as<ReduceNode>() && !has_expensive_math(body);
+    const int rank = t.ndim();
+    if (rank >= 2) {
+      s.vector_width = vector_width_for(t.shape().back(), lanes);
+      if (s.vector_width > 1) s.vector_axis = rank - 1;
+      s.parallel_axes = rank - 1;
+    } else {
+      s.parallel_axes = rank;
+    }
+    sched.stages.push_back(s);
+  }
+  return sched;
+}
+
+}  // namespace loom

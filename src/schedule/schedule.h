@@ -1,0 +1,39 @@
+// How each stage of an operator is executed.
+//
+// A stage is one compute tensor. Today a schedule decides, per stage, whether
+// it is inlined into its consumers, how many of its leading axes are fused
+// into the parallel loop, and which axis is vectorized at what width. The
+// construction engine (schedule states and primitives) will produce richer
+// schedules through the same lowering entry point.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loom/hwspec.h"
+#include "loom/operator.h"
+
+namespace loom {
+
+struct StageSchedule {
+  te::Tensor tensor;
+  bool inlined = false;     // computed inside its consumers, never stored
+  int parallel_axes = 0;    // leading axes fused into one parallel loop
+  int vector_axis = -1;     // spatial axis vectorized, or -1
+  int vector_width = 1;
+};
+
+struct Schedule {
+  std::vector<StageSchedule> stages;  // compute tensors, producers first
+  std::string str() const;
+  const StageSchedule* find(const te::Tensor& t) const;
+};
+
+// Every compute tensor reachable from the outputs, producers first.
+std::vector<te::Tensor> compute_stages(const Operator& op);
+
+// The simple schedule: inline cheap element-wise producers, parallelise the
+// fused outer axes, vectorize the innermost axis at the target's width.
+Schedule default_schedule(const Operator& op, const HwSpec& target);
+
+}  // namespace loom

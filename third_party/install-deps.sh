@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian package loom needs to build, test and benchmark.
+# Idempotent and non-interactive: packages already present are skipped.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  llvm-16-dev libzstd-dev zlib1g-dev libedit-dev libxml2-dev libffi-dev
+  libyaml-cpp-dev libeigen3-dev libboost-graph-dev libgtest-dev
+  nlohmann-json3-dev
+  libdnnl-dev libopenblas-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
