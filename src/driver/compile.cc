@@ -98,9 +98,15 @@ Kernel compile(const Operator& op, const CompileOptions& options) {
   return Kernel(impl);
 }
 
+namespace {
+const KernelImpl& checked(const std::shared_ptr<KernelImpl>& impl) {
+  LOOM_USER_CHECK(impl != nullptr, "use of a kernel that was never compiled");
+  return *impl;
+}
+}  // namespace
+
 void Kernel::run(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) const {
-  LOOM_USER_CHECK(impl_ != nullptr, "run() on a kernel that was never compiled");
-  const Operator& op = impl_->op;
+  const Operator& op = checked(impl_).op;
   SizeBinding binding = bind_sizes(op, inputs);
   check_output_shapes(op, outputs, binding);
   check_no_output_aliasing(inputs, outputs);
@@ -113,9 +119,10 @@ void Kernel::run(const std::vector<Buffer>& inputs, const std::vector<Buffer>& o
   impl_->fn->call(buffers.data(), sizes.data());
 }
 
-const Operator& Kernel::op() const { return impl_->op; }
-const CompileReport& Kernel::report() const { return impl_->report; }
-std::string Kernel::llvm_ir() const { return impl_->fn->ir(); }
+
+const Operator& Kernel::op() const { return checked(impl_).op; }
+const CompileReport& Kernel::report() const { return checked(impl_).report; }
+std::string Kernel::llvm_ir() const { return checked(impl_).fn->ir(); }
 
 std::vector<std::vector<int64_t>> output_shapes(const Operator& op, const std::vector<Buffer>& inputs) {
   SizeBinding binding = bind_sizes(op, inputs);

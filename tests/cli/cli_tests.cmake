@@ -1,0 +1,35 @@
+# The loom binary's contract: exit codes and messages for bad input, and the
+# JSON report of `loom run`.
+set(EXPECT ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_exit.sh)
+
+function(cli_test name code regex)
+  add_test(NAME cli.${name} COMMAND ${EXPECT} ${code} ${regex} $<TARGET_FILE:loom> ${ARGN})
+  set_tests_properties(cli.${name} PROPERTIES LABELS cli)
+endfunction()
+
+cli_test(ops 0 "conv2d_transpose:" ops)
+cli_test(run_json 0 "\"ok\":true" run matmul M=19 N=37 K=5 --json --threads=1)
+cli_test(run_json_fields 0 "\"codegen_ms\".*\"construct_ms\".*\"gflops\".*\"hwspec\".*\"max_rel_err\".*\"measured_candidates\".*\"ok\".*\"op\".*\"params\".*\"strategy\".*\"threads\".*\"time_ms\""
+         run softmax M=3 N=5 --json)
+cli_test(run_text 0 "max_rel_err .* ok" run conv2d N=1 H=5 W=5 CI=2 CO=3 KH=3 KW=3 pad=1)
+cli_test(run_other_spec 0 "\"hwspec\":\"haswell_avx2\".*\"ok\":true" run gelu M=3 N=11 --hwspec=haswell_avx2 --json)
+cli_test(no_command 2 "usage: loom")
+cli_test(unknown_command 2 "unknown command 'frobnicate'" frobnicate)
+cli_test(unknown_op 2 "unknown operator 'matmull'" run matmull M=1 N=1 K=1)
+cli_test(unknown_param 2 "unknown parameter 'Z' for operator matmul" run matmul M=1 N=1 K=1 Z=3)
+cli_test(missing_param 2 "missing parameter K" run matmul M=1 N=1)
+cli_test(non_numeric 2 "parameter N='abc' is not an integer" run matmul M=1 N=abc K=1)
+cli_test(non_positive 2 "parameter M=0 must be positive" run matmul M=0 N=1 K=1)
+cli_test(negative_pad 2 "pad=-1 must be non-negative" run conv2d N=1 H=5 W=5 CI=2 CO=3 KH=3 KW=3 pad=-1)
+cli_test(empty_conv 2 "empty output" run conv2d N=1 H=2 W=2 CI=2 CO=3 KH=3 KW=3)
+cli_test(groups 2 "groups=2 does not divide CI=3" run conv2d N=1 H=5 W=5 CI=3 CO=4 KH=3 KW=3 groups=2)
+cli_test(bad_choice 2 "layout='NWHC' is not one of NHWC\\|NCHW" run conv2d N=1 H=5 W=5 CI=3 CO=4 KH=3 KW=3 layout=NWHC)
+cli_test(not_key_value 2 "argument '17' is not <param>=<value>" run matmul 17 N=1 K=1)
+cli_test(unknown_strategy 2 "unknown strategy 'magic'" run matmul M=2 N=2 K=2 --strategy=magic)
+cli_test(bad_threads 2 "--threads='two' is not an integer" run matmul M=2 N=2 K=2 --threads=two)
+cli_test(unknown_hwspec 2 "unknown hwspec 'cray1'" run matmul M=2 N=2 K=2 --hwspec=cray1)
+cli_test(gpu_hwspec 2 "describes a GPU" run matmul M=2 N=2 K=2 --hwspec=h100)
+cli_test(bad_hwspec_file 2 "bad_spec.yaml: field 'cpu.vector_bits': value '100'"
+         run matmul M=2 N=2 K=2 --hwspec=${CMAKE_CURRENT_SOURCE_DIR}/cli/bad_spec.yaml)
+cli_test(unknown_option 2 "unknown option '--fast'" run matmul M=2 N=2 K=2 --fast)
+cli_test(unknown_workload 2 "unknown workload 'resnet'" workload resnet)

@@ -1,0 +1,112 @@
+// Hardware specs: bundled files, host detection, and every kind of bad file.
+#include <fstream>
+
+#include "test_util.h"
+
+namespace loom {
+namespace {
+
+TEST(HwSpec, EveryBundledSpecLoads) {
+  std::vector<std::string> names = bundled_hwspec_names();
+  for (const char* expected : {"host", "sapphire_rapids", "skylake_avx512", "haswell_avx2", "v100", "a100", "h100",
+                               "rtx4090"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  for (const std::string& n : names) {
+    HwSpec s = load_hwspec(n);
+    EXPECT_EQ(s.name, n);
+  }
+}
+
+TEST(HwSpec, CpuFieldsAreRead) {
+  HwSpec s = load_hwspec("skylake_avx512");
+  ASSERT_EQ(s.kind, TargetKind::Cpu);
+  EXPECT_EQ(s.cpu.cores, 18);
+  EXPECT_EQ(s.cpu.vector_bits, 512);
+  EXPECT_EQ(s.cpu.fp32_lanes(), 16);
+  ASSERT_EQ(s.cpu.caches.size(), 3u);
+  EXPECT_EQ(s.cpu.caches[0].size_bytes, 32 * 1024);
+  EXPECT_EQ(s.cpu.caches[2].shared_by_cores, 18);
+  EXPECT_NEAR(s.cpu.peak_gflops_per_core, 2.3 * 2 * 16 * 2, 1e-9);  // derived
+}
+
+TEST(HwSpec, GpuFieldsAreRead) {
+  HwSpec s = load_hwspec("h100");
+  ASSERT_EQ(s.kind, TargetKind::Gpu);
+  EXPECT_EQ(s.gpu.sms, 132);
+  EXPECT_EQ(s.gpu.shared_memory_per_sm, 228 * 1024);
+  EXPECT_EQ(s.gpu.l2_bytes, 50 * 1024 * 1024);
+  EXPECT_EQ(s.gpu.compute_capability, "9.0");
+}
+
+TEST(HwSpec, HostIsDetected) {
+  HwSpec s = detect_host_cpu();
+  EXPECT_EQ(s.kind, TargetKind::Cpu);
+  EXPECT_GE(s.cpu.cores, 1);
+  EXPECT_TRUE(s.cpu.vector_bits == 128 || s.cpu.vector_bits == 256 || s.cpu.vector_bits == 512);
+  ASSERT_FALSE(s.cpu.caches.empty());
+  EXPECT_GT(s.cpu.caches[0].size_bytes, 0);
+  EXPECT_GT(s.cpu.peak_gflops_per_core, 0);
+}
+
+const char* kGoodCpu = R"(name: t
+kind: cpu
+cpu:
+  cores: 2
+  frequency_ghz: 2.0
+  vector_bits: 256
+  fma_units: 2
+  vector_registers: 16
+  dram_bandwidth_gbs: 20
+  caches:
+    - {name: L1d, size: 32KiB, associativity: 8}
+    - {name: L2, size: 1MiB, associativity: 16}
+)";
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  size_t pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return s.replace(pos, from.size(), to);
+}
+
+TEST(HwSpec, GoodTextParses) {
+  HwSpec s = parse_hwspec_yaml(kGoodCpu, "t.yaml");
+  EXPECT_EQ(s.cpu.caches[1].size_bytes, 1 << 20);
+  EXPECT_EQ(s.cpu.caches[0].line_bytes, 64);
+}
+
+TEST(HwSpec, BadFilesNameTheFileFieldAndValue) {
+  EXPECT_USER_ERROR(parse_hwspec_yaml("name: [unclosed", "bad.yaml"), "bad.yaml: malformed YAML at line 1");
+  EXPECT_USER_ERROR(parse_hwspec_yaml("- a\n- b\n", "list.yaml"), "list.yaml: expected a YAML mapping");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "cores: two"), "f.yaml"),
+                    "f.yaml: field 'cpu.cores': value 'two' is not a number");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "cores: 0"), "f.yaml"),
+                    "field 'cpu.cores': value '0' must be at least 1");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "corez: 2"), "f.yaml"),
+                    "field 'cpu.corez': unknown field");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "vector_bits: 256", "vector_bits: 300"), "f.yaml"),
+                    "field 'cpu.vector_bits': value '300' must be 128, 256 or 512");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "  dram_bandwidth_gbs: 20\n", ""), "f.yaml"),
+                    "field 'cpu.dram_bandwidth_gbs': missing");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "size: 1MiB", "size: 16KiB"), "f.yaml"),
+                    "field 'cpu.caches[1].size': cache levels must grow outward");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "size: 32KiB", "size: 32 parsecs"), "f.yaml"),
+                    "field 'cpu.caches[0].size': value '32 parsecs' has an unknown unit");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "kind: cpu", "kind: tpu"), "f.yaml"),
+                    "field 'kind': value 'tpu' must be cpu or gpu");
+}
+
+TEST(HwSpec, InconsistentGpuIsRejected) {
+  std::ifstream in(std::string(LOOM_TEST_HWSPEC_DIR) + "/h100.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "max_threads_per_block: 1024", "max_threads_per_block: 1000"), "g.yaml"),
+                    "field 'gpu.max_threads_per_block': value '1000' is not a multiple of warp_size 32");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "shared_memory_per_block: 48KiB", "shared_memory_per_block: 1GiB"), "g.yaml"),
+                    "exceeds shared_memory_per_sm");
+}
+
+TEST(HwSpec, UnknownNameAndMissingFile) {
+  EXPECT_USER_ERROR(load_hwspec("pentium_pro"), "unknown hwspec 'pentium_pro'");
+}
+
+}  // namespace
+}  // namespace loom

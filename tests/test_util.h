@@ -1,0 +1,39 @@
+// Helpers shared by the test tiers.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "loom/loom.h"
+
+namespace loom::test {
+
+// Compiles `op`, runs it on random inputs and compares every output element
+// (up to max_points per output) with the reference executor.
+inline CheckResult compile_and_check(const Operator& op, const CompileOptions& options = {},
+                                     const std::vector<int64_t>& sizes = {}, uint64_t seed = 7) {
+  Kernel k = compile(op, options);
+  std::vector<Buffer> in = random_inputs(op, seed, sizes);
+  std::vector<Buffer> out;
+  for (const auto& s : output_shapes(op, in)) out.push_back(Buffer::allocate(s));
+  k.run(in, out);
+  CheckOptions co;
+  co.max_points = 1 << 16;
+  return check_against_reference(op, in, out, co);
+}
+
+// Asserts that `stmt` throws UserError whose message contains `needle`.
+#define EXPECT_USER_ERROR(stmt, needle)                                                      \
+  do {                                                                                       \
+    try {                                                                                    \
+      stmt;                                                                                  \
+      ADD_FAILURE() << "expected a UserError mentioning '" << (needle) << "'";               \
+    } catch (const ::loom::UserError& e) {                                                   \
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)                       \
+          << "message was: " << e.what();                                                    \
+    }                                                                                        \
+  } while (0)
+
+}  // namespace loom::test
