@@ -17,17 +17,26 @@
 namespace loom {
 
 struct CompileOptions {
-  std::string strategy = "default";
+  std::string strategy = "default";  // default | construct | roller
   HwSpec target;    // empty name: detect the host
   int threads = 0;  // parallel workers when running; 0: all cores
+  // Construction strategies: how many candidates to emit. With top_k > 1
+  // each is compiled, run and timed, and the fastest kept.
+  int top_k = 1;
+  int walk_steps = 600;      // Markov walk budget (construct)
+  double temperature = 0.3;  // of the transition softmax (construct)
+  uint64_t seed = 1;         // walks are deterministic for a seed
 };
 
 // What compile() did, for reports.
 struct CompileReport {
   std::string strategy;
-  double construct_ms = 0;  // choosing the schedule
-  double codegen_ms = 0;    // lowering + code generation + JIT
+  double construct_ms = 0;  // choosing the candidate schedules
+  double codegen_ms = 0;    // lowering + code generation + JIT of the kept kernel
+  double measure_ms = 0;    // compiling and timing the other candidates
   int measured_candidates = 0;
+  int candidates = 0;       // emitted by the strategy
+  double predicted_ms = 0;  // the analytic model's estimate for the kept schedule (0: none)
   std::string schedule;     // the chosen schedule, printed
   std::string loop_ir;      // the lowered loop nest, printed
 };
@@ -50,6 +59,7 @@ class Kernel {
   std::string llvm_ir() const;
 
  private:
+  friend Kernel compile(const Operator& op, const CompileOptions& options);
   std::shared_ptr<KernelImpl> impl_;
 };
 

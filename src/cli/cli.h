@@ -15,6 +15,7 @@ struct RunOutcome {
   std::string strategy;
   std::string hwspec;
   int threads = 0;
+  int top_k = 1;
   CompileReport report;
   double time_ms = 0;
   double gflops = 0;
@@ -25,6 +26,9 @@ struct RunSettings {
   std::string strategy = "default";
   std::string hwspec = "host";
   int threads = 0;
+  int top_k = 1;
+  int walk_steps = 0;  // 0: the library default
+  uint64_t seed = 1;
   TimingOptions timing;
   bool dump_ir = false;  // print the schedule, loop IR and LLVM IR to stderr
 };
@@ -39,6 +43,8 @@ int command_workload(const std::vector<std::string>& args);
 
 // "--name=value" -> value when the flag matches.
 bool flag_value(const std::string& arg, const std::string& name, std::string& value);
+// Parses the flags shared by `run` and `workload`; false when `arg` is none of them.
+bool parse_setting(const std::string& arg, RunSettings& settings);
 int parse_count(const std::string& flag, const std::string& value, int minimum);
 
 }  // namespace loom::cli

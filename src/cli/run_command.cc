@@ -27,6 +27,20 @@ int parse_count(const std::string& flag, const std::string& value, int minimum) 
   return v;
 }
 
+bool parse_setting(const std::string& a, RunSettings& settings) {
+  std::string v;
+  if (a == "--dump-ir") settings.dump_ir = true;
+  else if (flag_value(a, "strategy", v)) settings.strategy = v;
+  else if (flag_value(a, "hwspec", v)) settings.hwspec = v;
+  else if (flag_value(a, "threads", v)) settings.threads = parse_count("threads", v, 0);
+  else if (flag_value(a, "repeats", v)) settings.timing.repeats = parse_count("repeats", v, 1);
+  else if (flag_value(a, "top-k", v)) settings.top_k = parse_count("top-k", v, 1);
+  else if (flag_value(a, "walk-steps", v)) settings.walk_steps = parse_count("walk-steps", v, 1);
+  else if (flag_value(a, "seed", v)) settings.seed = uint64_t(parse_count("seed", v, 0));
+  else return false;
+  return true;
+}
+
 int command_ops(const std::vector<std::string>& args) {
   LOOM_USER_CHECK(args.empty(), "'loom ops' takes no arguments, got '", args.front(), "'");
   for (const OperatorInfo& info : list_operators()) {
@@ -53,10 +67,14 @@ RunOutcome run_operator(const std::string& name, const std::map<std::string, std
   out.strategy = settings.strategy;
   out.hwspec = settings.hwspec;
   out.threads = settings.threads;
+  out.top_k = settings.top_k;
   CompileOptions options;
   options.strategy = settings.strategy;
   options.target = load_hwspec(settings.hwspec);
   options.threads = settings.threads;
+  options.top_k = settings.top_k;
+  options.seed = settings.seed;
+  if (settings.walk_steps > 0) options.walk_steps = settings.walk_steps;
   Kernel kernel = compile(out.op, options);
   out.report = kernel.report();
   if (settings.dump_ir)
@@ -92,6 +110,10 @@ nlohmann::json to_json(const RunOutcome& r) {
           {"construct_ms", r.report.construct_ms},
           {"codegen_ms", r.report.codegen_ms},
           {"measured_candidates", r.report.measured_candidates},
+          {"candidates", r.report.candidates},
+          {"measure_ms", r.report.measure_ms},
+          {"predicted_ms", r.report.predicted_ms},
+          {"top_k", r.top_k},
           {"time_ms", r.time_ms},
           {"gflops", r.gflops},
           {"max_rel_err", r.check.max_rel_err},
@@ -108,13 +130,8 @@ int command_run(const std::vector<std::string>& args) {
   std::map<std::string, std::string> params;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    std::string v;
     if (a == "--json") json = true;
-    else if (a == "--dump-ir") settings.dump_ir = true;
-    else if (flag_value(a, "strategy", v)) settings.strategy = v;
-    else if (flag_value(a, "hwspec", v)) settings.hwspec = v;
-    else if (flag_value(a, "threads", v)) settings.threads = parse_count("threads", v, 0);
-    else if (flag_value(a, "repeats", v)) settings.timing.repeats = parse_count("repeats", v, 1);
+    else if (parse_setting(a, settings)) continue;
     else if (a.rfind("--", 0) == 0) throw UserError("unknown option '" + a + "'");
     else {
       size_t eq = a.find('=');
@@ -131,6 +148,7 @@ int command_run(const std::vector<std::string>& args) {
     std::cout << r.op.name;
     for (const auto& [k, v] : r.op.params) std::cout << " " << k << "=" << v;
     std::cout << "\n  strategy " << r.strategy << ", hwspec " << r.hwspec << ", threads " << r.threads
+              << ", top-k " << r.top_k << " (" << r.report.measured_candidates << " measured)"
               << "\n  construct " << r.report.construct_ms << " ms, codegen " << r.report.codegen_ms << " ms"
               << "\n  time " << r.time_ms << " ms (median), " << r.gflops << " GFLOP/s"
               << "\n  max_rel_err " << r.check.max_rel_err << " over " << r.check.points_checked << " points: "

@@ -45,11 +45,8 @@ int command_workload(const std::vector<std::string>& args) {
   bool json = false;
   std::string name = "bert";
   for (const std::string& a : args) {
-    std::string v;
     if (a == "--json") json = true;
-    else if (flag_value(a, "strategy", v)) settings.strategy = v;
-    else if (flag_value(a, "hwspec", v)) settings.hwspec = v;
-    else if (flag_value(a, "threads", v)) settings.threads = parse_count("threads", v, 0);
+    else if (parse_setting(a, settings)) continue;
     else if (a.rfind("--", 0) == 0) throw UserError("unknown option '" + a + "'");
     else name = a;
   }

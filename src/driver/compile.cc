@@ -8,6 +8,10 @@
 #include "loom/error.h"
 #include "lower/lower.h"
 #include "runtime/thread_pool.h"
+#include "driver/compile_schedule.h"
+#include "driver/strategy.h"
+#include "loom/reference.h"
+#include "loom/timing.h"
 #include "schedule/schedule.h"
 
 namespace loom {
@@ -24,27 +28,6 @@ namespace {
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
-}
-
-struct Strategy {
-  const char* name;
-  const char* summary;
-  std::function<Schedule(const Operator&, const HwSpec&)> choose;
-};
-
-const std::vector<Strategy>& strategies() {
-  static const std::vector<Strategy> all = {
-      {"default", "parallel outer loops, vectorized innermost axis, no tiling", default_schedule},
-  };
-  return all;
-}
-
-const Strategy& find_strategy(const std::string& name) {
-  for (const Strategy& s : strategies())
-    if (name == s.name) return s;
-  std::string known;
-  for (const Strategy& s : strategies()) known += (known.empty() ? "" : ", ") + std::string(s.name);
-  throw UserError("unknown strategy '" + name + "' (known: " + known + ")");
 }
 
 // Generated code assumes outputs alias nothing (its buffers are noalias).
@@ -71,31 +54,83 @@ void check_no_output_aliasing(const std::vector<Buffer>& inputs, const std::vect
 
 std::vector<std::string> list_strategies() {
   std::vector<std::string> names;
-  for (const Strategy& s : strategies()) names.push_back(s.name);
+  for (const StrategyInfo& s : strategy_table()) names.push_back(s.name);
   return names;
 }
 
-Kernel compile(const Operator& op, const CompileOptions& options) {
-  const Strategy& strategy = find_strategy(options.strategy);
-  LOOM_USER_CHECK(options.threads >= 0, "threads=", options.threads, " must be non-negative");
-  HwSpec target = options.target.name.empty() ? detect_host_cpu() : options.target;
+Kernel compile_schedule(const Operator& op, const Schedule& schedule, const HwSpec& target, int threads) {
   auto impl = std::make_shared<KernelImpl>();
   impl->op = op;
-  impl->threads = options.threads;
-  impl->report.strategy = strategy.name;
-
-  auto t0 = std::chrono::steady_clock::now();
-  Schedule schedule = strategy.choose(op, target);
-  impl->report.construct_ms = elapsed_ms(t0);
+  impl->threads = threads;
   impl->report.schedule = schedule.str();
-
-  auto t1 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<codegen::Backend> backend = codegen::make_backend(target);
   LoweredFunc func = lower(op, schedule);
   impl->report.loop_ir = to_text(func);
   impl->fn = backend->compile(func);
-  impl->report.codegen_ms = elapsed_ms(t1);
+  impl->report.codegen_ms = elapsed_ms(t0);
   return Kernel(impl);
+}
+
+namespace {
+
+// Times a compiled candidate briefly on fixed random inputs.
+double measure_ms(const Kernel& kernel, const std::vector<Buffer>& inputs, std::vector<Buffer>& outputs) {
+  TimingOptions quick;
+  quick.warmup = 1;
+  quick.repeats = 3;
+  quick.min_total_ms = 5;
+  quick.max_repeats = 50;
+  return time_function([&] { kernel.run(inputs, outputs); }, quick).median_ms;
+}
+
+}  // namespace
+
+Kernel compile(const Operator& op, const CompileOptions& options) {
+  const StrategyInfo& strategy = find_strategy(options.strategy);
+  LOOM_USER_CHECK(options.threads >= 0, "threads=", options.threads, " must be non-negative");
+  LOOM_USER_CHECK(options.top_k >= 1 && options.top_k <= 1000, "top_k=", options.top_k, " must be in [1, 1000]");
+  LOOM_USER_CHECK(options.walk_steps >= 1, "walk_steps=", options.walk_steps, " must be positive");
+  LOOM_USER_CHECK(options.temperature > 0, "temperature=", options.temperature, " must be positive");
+  HwSpec target = options.target.name.empty() ? detect_host_cpu() : options.target;
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Candidate> candidates = strategy.candidates(op, target, options);
+  const double construct_ms = elapsed_ms(t0);
+  LOOM_INTERNAL_CHECK(!candidates.empty(), "strategy ", strategy.name, " produced no candidate");
+
+  size_t best = 0;
+  Kernel kept;
+  double measure_total = 0;
+  int measured = 0;
+  if (options.top_k > 1 && candidates.size() > 1) {
+    auto t1 = std::chrono::steady_clock::now();
+    std::vector<Buffer> inputs = random_inputs(op, 3, std::vector<int64_t>(op.size_vars.size(), 64));
+    std::vector<Buffer> outputs;
+    for (const auto& shape : output_shapes(op, inputs)) outputs.push_back(Buffer::allocate(shape));
+    double best_ms = 0;
+    for (size_t i = 0; i < candidates.size() && int(i) < options.top_k; ++i) {
+      Kernel k = compile_schedule(op, candidates[i].schedule, target, options.threads);
+      double ms = measure_ms(k, inputs, outputs);
+      ++measured;
+      if (i == 0 || ms < best_ms) {
+        best_ms = ms;
+        best = i;
+        kept = k;
+      }
+    }
+    measure_total = elapsed_ms(t1) - kept.report().codegen_ms;
+  } else {
+    kept = compile_schedule(op, candidates[0].schedule, target, options.threads);
+  }
+  CompileReport& report = kept.impl_->report;
+  report.strategy = strategy.name;
+  report.construct_ms = construct_ms;
+  report.measure_ms = measure_total;
+  report.measured_candidates = measured;
+  report.candidates = int(candidates.size());
+  report.predicted_ms = candidates[best].predicted_s * 1e3;
+  return kept;
 }
 
 namespace {

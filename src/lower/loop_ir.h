@@ -15,7 +15,7 @@
 namespace loom {
 
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled };
-enum class StmtKind { For, Store, Seq, Allocate };
+enum class StmtKind { For, Store, Seq, Allocate, IfThenElse };
 
 const char* to_string(ForKind kind);
 
@@ -32,13 +32,15 @@ using Stmt = std::shared_ptr<const StmtNode>;
 
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::For;
-  ForNode(Var v, Expr e, ForKind k, int l, Stmt b)
-      : StmtNode(kKind), var(std::move(v)), extent(std::move(e)), for_kind(k), lanes(l), body(std::move(b)) {}
+  ForNode(Var v, Expr e, ForKind k, int l, Stmt b, int u)
+      : StmtNode(kKind), var(std::move(v)), extent(std::move(e)), for_kind(k), lanes(l), body(std::move(b)),
+        unroll_hint(u) {}
   Var var;
   Expr extent;
   ForKind for_kind;
   int lanes;  // Vectorized: vector width; otherwise 1
   Stmt body;
+  int unroll_hint;  // Serial: partial unroll factor for the code generator (0: none)
 };
 
 struct StoreNode : StmtNode {
@@ -55,18 +57,32 @@ struct SeqNode : StmtNode {
   std::vector<Stmt> stmts;
 };
 
-// A scratch buffer live for the duration of `body`.
+// A scratch buffer live for the duration of `body`. Small constant-size
+// buffers (register accumulators) live on the stack, where the optimizer
+// promotes them to registers; the rest on the heap.
 struct AllocateNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Allocate;
-  AllocateNode(BufferRef b, Stmt s) : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)) {}
+  AllocateNode(BufferRef b, Stmt s, bool stack)
+      : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)), on_stack(stack) {}
   BufferRef buffer;
   Stmt body;
+  bool on_stack;
 };
 
-Stmt make_for(Var var, Expr extent, ForKind kind, Stmt body, int lanes = 1);
+struct IfThenElseNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::IfThenElse;
+  IfThenElseNode(Expr c, Stmt t, Stmt e)
+      : StmtNode(kKind), cond(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+  Expr cond;
+  Stmt then_case;
+  Stmt else_case;  // may be null
+};
+
+Stmt make_for(Var var, Expr extent, ForKind kind, Stmt body, int lanes = 1, int unroll_hint = 0);
+Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_store(BufferRef buffer, Expr index, Expr value);
 Stmt make_seq(std::vector<Stmt> stmts);
-Stmt make_allocate(BufferRef buffer, Stmt body);
+Stmt make_allocate(BufferRef buffer, Stmt body, bool on_stack = false);
 
 // A lowered kernel: buffer arguments (inputs, then outputs), the symbolic
 // sizes it reads, and its body.

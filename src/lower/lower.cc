@@ -3,6 +3,8 @@
 #include <unordered_map>
 
 #include "ir/analysis.h"
+#include "lower/tiled_nest.h"
+#include "schedule/anchor.h"
 
 namespace loom {
 
@@ -23,6 +25,14 @@ class Lowerer {
     std::vector<BufferRef> scratch;
     for (const StageSchedule& s : schedule_.stages) {
       const TensorNode* node = s.tensor.get();
+      if (s.fused) continue;  // produced by the anchor's nest
+      if (s.state) {
+        const StageSchedule* consumer = fused_consumer();
+        const te::Tensor& target = consumer ? consumer->tensor : s.tensor;
+        if (!buffers_.count(target.get())) scratch.push_back(buffer_for(target));
+        nests.push_back(tiled_nest(s, consumer));
+        continue;
+      }
       Expr body = rewrite(node->body);
       if (s.inlined) {
         inlined_[node] = body;
@@ -59,6 +69,37 @@ class Lowerer {
       }
       return make_load(buffer_for(r->tensor), flatten_index(r->indices, t->shape));
     });
+  }
+
+  const StageSchedule* fused_consumer() const {
+    for (const StageSchedule& s : schedule_.stages)
+      if (s.fused) return &s;
+    return nullptr;
+  }
+
+  Stmt tiled_nest(const StageSchedule& s, const StageSchedule* consumer) {
+    AnchorInfo anchor = analyze_anchor(op_);
+    LOOM_INTERNAL_CHECK(anchor.stage.get() == s.tensor.get(), "state given to a stage that is not the anchor");
+    TiledNestInputs in;
+    in.anchor = &anchor;
+    in.state = s.state.get();
+    in.lower_reads = [this](const Expr& e) { return rewrite(e); };
+    in.out = buffer_for(consumer ? consumer->tensor : s.tensor);
+    if (consumer) {
+      const TensorNode* c = consumer->tensor.get();
+      const TensorNode* a = s.tensor.get();
+      in.epilogue = [this, c, a](const Expr& value, const std::vector<Expr>& coords) {
+        VarMap at;
+        for (size_t d = 0; d < c->axes.size(); ++d) at[c->axes[d].get()] = coords[d];
+        Expr body = transform(c->body, [&](const Expr& x) -> std::optional<Expr> {
+          auto* r = x.get()->as<TensorReadNode>();
+          if (r && r->tensor.get() == a) return value;
+          return std::nullopt;
+        });
+        return rewrite(substitute(body, at));
+      };
+    }
+    return lower_tiled_nest(in);
   }
 
   Stmt stage_nest(const StageSchedule& s, const Expr& body) {

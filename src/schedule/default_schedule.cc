@@ -2,6 +2,7 @@
 #include <unordered_set>
 
 #include "ir/analysis.h"
+#include "schedule/anchor.h"
 #include "schedule/schedule.h"
 
 namespace loom {
@@ -54,8 +55,12 @@ std::string Schedule::str() const {
   std::ostringstream os;
   for (const auto& s : stages) {
     os << s.tensor.name() << ": ";
-    if (s.inlined) {
-      os << "inline\n";
+    if (s.inlined || s.fused) {
+      os << (s.inlined ? "inline\n" : "fused into the anchor's write-back\n");
+      continue;
+    }
+    if (s.state) {
+      os << "tiled " << s.state->str() << "\n";
       continue;
     }
     os << "parallel " << s.parallel_axes << " outer axes";
@@ -82,6 +87,23 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
       s.parallel_axes = rank;
     }
     sched.stages.push_back(s);
+  }
+  return sched;
+}
+
+}  // namespace loom
+
+namespace loom {
+
+Schedule schedule_with_state(const Operator& op, const HwSpec& target, const State& state) {
+  Schedule sched = default_schedule(op, target);
+  AnchorInfo anchor = analyze_anchor(op);
+  for (StageSchedule& s : sched.stages) {
+    if (s.tensor.get() == anchor.stage.get()) {
+      s.state = state;
+      s.inlined = false;
+    }
+    if (state->fuse && anchor.consumer.defined() && s.tensor.get() == anchor.consumer.get()) s.fused = true;
   }
   return sched;
 }

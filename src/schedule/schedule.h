@@ -12,11 +12,14 @@
 
 #include "loom/hwspec.h"
 #include "loom/operator.h"
+#include "schedule/state.h"
 
 namespace loom {
 
 struct StageSchedule {
   te::Tensor tensor;
+  State state;              // tiled by a schedule state (the anchor), or null
+  bool fused = false;       // computed in the anchor's write-back
   bool inlined = false;     // computed inside its consumers, never stored
   int parallel_axes = 0;    // leading axes fused into one parallel loop
   int vector_axis = -1;     // spatial axis vectorized, or -1
@@ -35,5 +38,9 @@ std::vector<te::Tensor> compute_stages(const Operator& op);
 // The simple schedule: inline cheap element-wise producers, parallelise the
 // fused outer axes, vectorize the innermost axis at the target's width.
 Schedule default_schedule(const Operator& op, const HwSpec& target);
+
+// The default schedule with the anchor stage (see anchor.h) run under
+// `state`, and its consumer fused when the state says so.
+Schedule schedule_with_state(const Operator& op, const HwSpec& target, const State& state);
 
 }  // namespace loom

@@ -83,12 +83,44 @@ class FunctionEmitter {
       return;
     }
     if (auto* a = s->as<AllocateNode>()) return allocate(a);
+    if (auto* i = s->as<IfThenElseNode>()) return if_then_else(i);
     throw InternalError("codegen: unknown statement");
+  }
+
+  void if_then_else(const IfThenElseNode* n) {
+    Value* cond = expr(n->cond);
+    LOOM_INTERNAL_CHECK(!is_vec(cond), "if condition varies across vector lanes: ", n->cond.str());
+    Function* fn = b_.GetInsertBlock()->getParent();
+    BasicBlock* then_bb = BasicBlock::Create(ctx_, "if_then", fn);
+    BasicBlock* else_bb = n->else_case ? BasicBlock::Create(ctx_, "if_else", fn) : nullptr;
+    BasicBlock* merge = BasicBlock::Create(ctx_, "if_end", fn);
+    b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : merge);
+    b_.SetInsertPoint(then_bb);
+    stmt(n->then_case);
+    b_.CreateBr(merge);
+    if (else_bb) {
+      b_.SetInsertPoint(else_bb);
+      stmt(n->else_case);
+      b_.CreateBr(merge);
+    }
+    b_.SetInsertPoint(merge);
+  }
+
+  // Replicates the body once per iteration with the variable a constant.
+  void unrolled_loop(const ForNode* f) {
+    const int64_t n = *f->extent.as_const_int();
+    const ExprNode* var = f->var.get();
+    Value* saved = vars_.count(var) ? vars_[var] : nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+      vars_[var] = b_.getInt64(i);
+      stmt(f->body);
+    }
+    if (saved) vars_[var] = saved; else vars_.erase(var);
   }
 
   // for (var = begin; var < end; var += step) body()
   template <typename Body>
-  void counted_loop(const ExprNode* var, Value* begin, Value* end, int64_t step, Body body) {
+  void counted_loop(const ExprNode* var, Value* begin, Value* end, int64_t step, Body body, int unroll = 0) {
     Function* fn = b_.GetInsertBlock()->getParent();
     BasicBlock* pre = b_.GetInsertBlock();
     BasicBlock* header = BasicBlock::Create(ctx_, "loop", fn);
@@ -105,12 +137,23 @@ class FunctionEmitter {
     body();
     Value* next = b_.CreateAdd(iv, b_.getInt64(step), "", /*HasNUW=*/false, /*HasNSW=*/true);
     iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
+    llvm::BranchInst* back = b_.CreateBr(header);
+    if (unroll > 1) {
+      llvm::LLVMContext& c = ctx_;
+      llvm::Metadata* count[] = {llvm::MDString::get(c, "llvm.loop.unroll.count"),
+                                 llvm::ConstantAsMetadata::get(b_.getInt32(unroll))};
+      auto* self = llvm::MDNode::getTemporary(c, {}).release();
+      llvm::MDNode* loop_id = llvm::MDNode::get(c, {self, llvm::MDNode::get(c, count)});
+      loop_id->replaceOperandWith(0, loop_id);
+      llvm::MDNode::deleteTemporary(self);
+      back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+    }
     b_.SetInsertPoint(exit);
     if (saved) vars_[var] = saved; else vars_.erase(var);
   }
 
   void loop(const ForNode* f) {
+    if (f->for_kind == ForKind::Unrolled) return unrolled_loop(f);
     Value* extent = expr(f->extent);
     LOOM_INTERNAL_CHECK(!is_vec(extent), "loop extent varies across vector lanes: ", f->extent.str());
     if (f->for_kind == ForKind::Parallel && !in_parallel_) return parallel_loop(f, extent);
@@ -126,7 +169,7 @@ class FunctionEmitter {
       counted_loop(f->var.get(), main_end, extent, 1, [&] { stmt(f->body); });
       return;
     }
-    counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); });
+    counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, f->unroll_hint);
   }
 
   void parallel_loop(const ForNode* f, Value* extent) {
@@ -184,6 +227,18 @@ class FunctionEmitter {
   }
 
   void allocate(const AllocateNode* a) {
+    if (a->on_stack) {
+      auto n = product(a->buffer->shape).as_const_int();
+      LOOM_INTERNAL_CHECK(n.has_value(), "stack buffer ", a->buffer->name, " needs a constant size");
+      Function* fn = b_.GetInsertBlock()->getParent();
+      llvm::IRBuilder<> entry_b(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+      llvm::AllocaInst* slot = entry_b.CreateAlloca(scalar_type(a->buffer->dtype), entry_b.getInt64(*n));
+      slot->setAlignment(llvm::Align(64));
+      bufs_[a->buffer.get()] = slot;
+      stmt(a->body);
+      bufs_.erase(a->buffer.get());
+      return;
+    }
     Value* count = expr(product(a->buffer->shape));
     Value* bytes = b_.CreateMul(count, b_.getInt64(a->buffer->dtype.bytes()));
     auto* alloc_t = llvm::FunctionType::get(b_.getPtrTy(), {b_.getInt64Ty()}, false);

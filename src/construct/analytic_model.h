@@ -1,0 +1,57 @@
+// The analytic hardware model: predicted run time of a schedule state.
+//
+// Everything comes from the hwspec and the anchor's access analysis; nothing
+// is measured. For a state with tiles T[l][a] over plan extents E[a]:
+//
+// Compute. flops / (cores_used * peak_per_core * vector_util * ilp * issue):
+//   vector_util = E_v / (ceil(E_v / W) * W) on the vector axis, 1/lanes if
+//                 scalar, divided by W for an unpacked access that must be
+//                 gathered (stride not 0 or 1 along the vector axis);
+//   ilp         = min(1, accumulators / (fma_latency * fma_units));
+//   issue       = FMA cycles / max(FMA cycles, load cycles) per reduction
+//                 step of the micro-kernel (two loads per cycle).
+// Traffic. For each cache level l (tile level 1..L-2) and each access X:
+//   bytes_l(X)  = 4 * D_X(T[l]) * tiles_l / reuse_l(X),
+//   D_X         = data tile: prod over X's dims of sum_a |c_da| (T_a - 1) + 1,
+//   tiles_l     = prod_a ceil(E_a / T[l][a]),
+//   reuse_l(X)  = product of the trip counts of the innermost loops of level
+//                 l whose axes X does not use (its tile stays resident);
+//   the output counts twice (read and write) per reduction block. A level
+//   whose footprint exceeds its cache loses its reuse. Unpacked accesses
+//   whose contiguous run is shorter than a cache line pay for whole lines.
+//   Time is bytes over the bandwidth of the level feeding that cache.
+// Packing. Each packed access moves its region twice per pack at the
+// bandwidth of the level it sits in.
+// Penalties. Partial register tiles run a generic path ~4x slower; an
+// unpacked guarded read (padding) costs a branch per element; each
+// micro-kernel call costs ~30 cycles of set-up and write-back.
+// Parallelism. Level-0 tiles are dealt to threads; balance is
+// tiles / (ceil(tiles / threads) * threads).
+// Time = (max(compute, traffic per level) + packing + penalties) / (threads
+// * balance): a roofline per core, with overheads that do not overlap.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loom/hwspec.h"
+#include "schedule/anchor.h"
+#include "schedule/state.h"
+
+namespace loom {
+
+struct Estimate {
+  double seconds = 0;          // predicted time
+  double compute_s = 0;        // at the achievable FMA rate
+  std::vector<double> level_s; // traffic time into each cache level, outermost first
+  double pack_s = 0;
+  double penalty_s = 0;
+  double balance = 1;          // parallel load balance in (0, 1]
+  double vector_util = 1;      // useful fraction of vector lanes
+  double ilp = 1;              // latency hiding by independent accumulators
+  std::string str() const;
+};
+
+Estimate estimate(const AnchorInfo& anchor, const StateData& state, const HwSpec& target, int threads);
+
+}  // namespace loom

@@ -1,0 +1,170 @@
+#include "construct/roller.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "construct/analytic_model.h"
+#include "construct/state_graph.h"
+#include "schedule/anchor.h"
+#include "schedule/path.h"
+
+namespace loom {
+
+namespace {
+
+double data_tile(const Access& x, const std::vector<int64_t>& t) {
+  double elems = 1;
+  for (const auto& row : x.dim_coeff) {
+    double extent = 1;
+    for (size_t a = 0; a < row.size(); ++a) extent += double(row[a]) * double(t[a] - 1);
+    elems *= extent;
+  }
+  return elems;
+}
+
+struct Roller {
+  const AnchorInfo& an;
+  const HwSpec& hw;
+  int threads;
+
+  // Footprint (bytes) and whole-operator traffic (bytes) for tile `t`.
+  double footprint(const std::vector<int64_t>& t) const {
+    double f = 0, out = 1;
+    for (const Access& x : an.accesses) f += data_tile(x, t);
+    for (int a = 0; a < an.num_spatial; ++a) out *= double(t[a]);
+    return 4 * (f + out);
+  }
+  double traffic(const std::vector<int64_t>& t) const {
+    double tiles = 1;
+    for (int a = 0; a < an.num_axes(); ++a) tiles *= std::ceil(double(an.plan_extent(a)) / double(t[a]));
+    return footprint(t) * tiles;
+  }
+  double capacity(const StateData& s, int level) const {
+    std::vector<int64_t> priv;
+    for (const CacheLevel& c : hw.cpu.caches)
+      if (c.shared_by_cores <= 1) priv.push_back(c.size_bytes);
+    int idx = std::min<int>(int(priv.size()) - 1, std::max(0, s.reg_level() - 1 - level));
+    return priv.empty() ? double(1 << 20) : double(priv[idx]);
+  }
+
+  // The next aligned size of tile[l][a]: a larger multiple of the minimal
+  // inner tile that divides the outer tile; 0 when none.
+  int64_t next_size(const StateData& s, int l, int a) const {
+    const int64_t step = a == s.vec_axis ? s.vec_width : 1;
+    const int64_t outer = s.tile[l - 1][a];
+    for (int64_t v = s.tile[l][a] + step; v <= outer; v += step)
+      if (outer % v == 0) return v;
+    return 0;
+  }
+
+  // Grows level l greedily by reuse score; `branch` picks the branch-th
+  // best axis at the first decision.
+  void grow_level(StateData& s, int l, int branch) const {
+    for (int decision = 0;; ++decision) {
+      std::vector<std::pair<double, int>> options;
+      const std::vector<int64_t> cur = s.tile[l];
+      for (int a = 0; a < s.num_axes; ++a) {
+        if (an.is_reduce_axis(a) && l == s.reg_level()) continue;
+        int64_t v = next_size(s, l, a);
+        if (!v) continue;
+        StateData t = s;
+        t.tile[l][a] = v;
+        bool fits = l == s.reg_level() ? check_legal(t, an, hw).empty() : footprint(t.tile[l]) <= capacity(s, l);
+        if (!fits) continue;
+        double df = footprint(t.tile[l]) - footprint(cur);
+        double score = (traffic(cur) - traffic(t.tile[l])) / std::max(df, 1e-9);
+        options.emplace_back(score, a);
+      }
+      if (options.empty()) return;
+      std::stable_sort(options.begin(), options.end(), [](auto& x, auto& y) { return x.first > y.first; });
+      int pick = decision == 0 ? std::min<int>(branch, int(options.size()) - 1) : 0;
+      s.tile[l][options[pick].second] = next_size(s, l, options[pick].second);
+    }
+  }
+
+  // Roller's scale-out: the largest outer tile that still gives every
+  // thread a tile.
+  void scale_out(StateData& s) const {
+    for (int a = 0; a < an.num_spatial; ++a) s.tile[0][a] = s.tile[1][a];
+    auto count = [&] {
+      double n = 1;
+      for (int a = 0; a < an.num_spatial; ++a) n *= std::ceil(double(an.plan_extent(a)) / double(s.tile[0][a]));
+      return n;
+    };
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (int a = 0; a < an.num_spatial; ++a) {
+        int64_t old = s.tile[0][a];
+        int64_t limit = (an.plan_extent(a) + s.tile[1][a] - 1) / s.tile[1][a] * s.tile[1][a];
+        if (old * 2 > limit && old != limit) s.tile[0][a] = limit;
+        else if (old * 2 <= limit) s.tile[0][a] = old * 2;
+        else continue;
+        if (count() < threads) s.tile[0][a] = old;
+        else grew = true;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<Candidate> roller_candidates(const Operator& op, const HwSpec& target, const CompileOptions& options) {
+  AnchorInfo anchor = analyze_anchor(op);
+  const int threads = options.threads > 0 ? options.threads : std::max(1, target.cpu.cores);
+  std::vector<State> seeds = seed_states(anchor, target);
+  State base = seeds.size() > 1 ? seeds[1] : seeds[0];
+  Roller roller{anchor, target, threads};
+
+  struct Leaf {
+    State state;
+    double predicted_s;
+    double traffic_s;  // Roller's single objective
+  };
+  std::vector<Leaf> leaves;
+  const int levels = base->levels();
+  // Branching: the 3 best first choices at the outer cache, 2 below.
+  std::vector<std::vector<int>> branches{{}};
+  for (int l = 1; l < levels; ++l) {
+    std::vector<std::vector<int>> more;
+    for (const auto& b : branches)
+      for (int k = 0; k < (l == 1 ? 3 : 2); ++k) {
+        auto c = b;
+        c.push_back(k);
+        more.push_back(c);
+      }
+    branches = more;
+  }
+  for (const auto& choice : branches) {
+    StateData s = *base;
+    s.history.clear();
+    for (int l = 1; l < levels; ++l)
+      for (int a = 0; a < s.num_axes; ++a) s.tile[l][a] = a == s.vec_axis ? s.vec_width : 1;
+    for (int l = 1; l < levels; ++l) roller.grow_level(s, l, choice[l - 1]);
+    roller.scale_out(s);
+    for (size_t i = 0; i < s.pack.size(); ++i)
+      if (!anchor.accesses[i].uses_axis.empty()) s.pack[i] = s.make_pack_point(1, int(s.order[1].size()));
+    if (!check_legal(s, anchor, target).empty()) {
+      for (int& p : s.pack) p = -1;
+      if (!check_legal(s, anchor, target).empty()) continue;
+    }
+    State st = state_with_path(anchor, target, s);
+    if (!st) continue;
+    bool dup = false;
+    for (const auto& l : leaves) dup |= *l.state == *st;
+    if (dup) continue;
+    Estimate e = estimate(anchor, *st, target, threads);
+    double traffic = 0;
+    for (double t : e.level_s) traffic = std::max(traffic, t);
+    leaves.push_back({st, e.seconds, traffic});
+  }
+  std::stable_sort(leaves.begin(), leaves.end(), [](auto& x, auto& y) { return x.traffic_s < y.traffic_s; });
+  std::vector<Candidate> out;
+  for (const auto& l : leaves) {
+    if (int(out.size()) == std::max(1, options.top_k)) break;
+    out.push_back({schedule_with_state(op, target, l.state), l.predicted_s});
+  }
+  if (out.empty()) out.push_back({schedule_with_state(op, target, base), 0});
+  return out;
+}
+
+}  // namespace loom

@@ -1,0 +1,25 @@
+// The `roller` strategy: Roller's tree construction in loom's state space.
+//
+// Top-down over the memory levels (outermost private cache, then inner
+// caches, then registers): start each level from the smallest aligned tile
+// (the vector width on the vector axis, 1 elsewhere), and grow it one axis
+// at a time, always along the axis with the best data-reuse score
+//   S_i = (Q(T) - Q(T_i')) / (F(T_i') - F(T)),
+// where Q is the level's memory traffic, F its footprint and T_i' the tile
+// grown along axis i to its next aligned size, until the level's capacity
+// is exhausted; then descend a level. Level 0 scales the outer tile out
+// until there are enough tiles for the threads. Inputs are staged at the
+// outermost cache tile (Roller's shared-memory tiles). One objective only:
+// traffic. Branching on the best two growth choices per decision yields a
+// tree; leaves are ranked by traffic and the top K emitted.
+#pragma once
+
+#include <vector>
+
+#include "driver/strategy.h"
+
+namespace loom {
+
+std::vector<Candidate> roller_candidates(const Operator& op, const HwSpec& target, const CompileOptions& options);
+
+}  // namespace loom

@@ -1,0 +1,247 @@
+#include "construct/state_graph.h"
+
+#include <Eigen/SparseCore>
+#include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <cmath>
+#include <random>
+#include <unordered_map>
+
+namespace loom {
+
+namespace {
+
+struct VertexData {
+  State state;
+  Estimate estimate;
+  std::vector<double> objectives;
+  bool expanded = false;
+};
+
+struct EdgeData {
+  Step step{StepKind::TileGrow};
+  double probability = 0;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexData, EdgeData>;
+using Vertex = Graph::vertex_descriptor;
+
+std::vector<double> objectives_of(const Estimate& e) {
+  std::vector<double> o{e.compute_s};
+  for (double t : e.level_s) o.push_back(t);
+  o.push_back(e.pack_s + e.penalty_s);
+  o.push_back(e.seconds * (1.0 / std::max(e.balance, 1e-6) - 1.0));
+  return o;
+}
+
+class Traversal {
+ public:
+  Traversal(const AnchorInfo& anchor, const HwSpec& target, const TraversalOptions& options)
+      : anchor_(anchor), target_(target), options_(options), rng_(options.seed) {}
+
+  TraversalResult run(const std::vector<State>& seeds) {
+    for (const State& s : seeds) seeds_.push_back(vertex_for(s));
+    Vertex current = seeds_.front();
+    int taken = 0;
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (int step = 0; step < options_.walk_steps; ++step) {
+      expand(current);
+      auto [begin, end] = boost::out_edges(current, graph_);
+      if (begin == end || unit(rng_) < options_.restart_probability) {
+        current = restart_vertex(step);
+        continue;
+      }
+      double pick = unit(rng_), acc = 0;
+      Vertex next = boost::target(*begin, graph_);
+      for (auto it = begin; it != end; ++it) {
+        acc += graph_[*it].probability;
+        if (pick <= acc) {
+          next = boost::target(*it, graph_);
+          break;
+        }
+      }
+      current = next;
+      ++taken;
+    }
+    std::vector<double> pi = stationary();
+    std::vector<Vertex> all(boost::num_vertices(graph_));
+    for (Vertex v = 0; v < all.size(); ++v) all[v] = v;
+    std::stable_sort(all.begin(), all.end(), [&](Vertex a, Vertex b) {
+      return graph_[a].estimate.seconds < graph_[b].estimate.seconds;
+    });
+    TraversalResult result;
+    for (Vertex v : all) {
+      if (int(result.top.size()) == options_.top_k) break;
+      result.top.push_back({graph_[v].state, graph_[v].estimate, pi[v]});
+    }
+    result.vertices = int(boost::num_vertices(graph_));
+    result.edges = int(boost::num_edges(graph_));
+    result.steps_taken = taken;
+    return result;
+  }
+
+ private:
+  Vertex vertex_for(const State& s) {
+    auto& bucket = index_[s->hash()];
+    for (Vertex v : bucket)
+      if (*graph_[v].state == *s) return v;
+    Vertex v = boost::add_vertex(graph_);
+    graph_[v].state = s;
+    graph_[v].estimate = estimate(anchor_, *s, target_, options_.threads);
+    graph_[v].objectives = objectives_of(graph_[v].estimate);
+    bucket.push_back(v);
+    return v;
+  }
+
+  void expand(Vertex v) {
+    if (graph_[v].expanded) return;
+    graph_[v].expanded = true;
+    const State from = graph_[v].state;
+    std::vector<std::pair<Vertex, Step>> next;
+    for (const Step& step : candidate_steps(*from, anchor_, target_)) {
+      StepResult r = apply_step(*from, step, anchor_, target_);
+      if (r) next.emplace_back(vertex_for(r.state), step);  // illegal steps: a cheap, expected outcome
+    }
+    if (next.empty()) return;
+    const std::vector<double>& o = graph_[v].objectives;
+    double total = 0;
+    for (double x : o) total += x;
+    std::vector<double> score;
+    for (auto& [n, step] : next) {
+      const std::vector<double>& p = graph_[n].objectives;
+      double s = std::log(graph_[v].estimate.seconds / graph_[n].estimate.seconds);
+      for (size_t k = 0; k < o.size(); ++k) {
+        const double eps = 1e-12;
+        s += (o[k] / std::max(total, eps)) * std::log((o[k] + eps) / (p[k] + eps));
+      }
+      score.push_back(s / options_.temperature);
+    }
+    const double top = *std::max_element(score.begin(), score.end());
+    double z = 0;
+    for (double& s : score) z += (s = std::exp(s - top));
+    for (size_t i = 0; i < next.size(); ++i) {
+      auto [e, added] = boost::add_edge(v, next[i].first, graph_);
+      graph_[e].step = next[i].second;
+      graph_[e].probability = score[i] / z;
+    }
+  }
+
+  // Half the restarts go to a seed, half to a state drawn from the
+  // stationary distribution of the chain explored so far.
+  Vertex restart_vertex(int step) {
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    if (unit(rng_) < 0.5) return seeds_[size_t(unit(rng_) * seeds_.size()) % seeds_.size()];
+    if (pi_.size() != boost::num_vertices(graph_) && step - pi_step_ >= 100) {
+      pi_ = stationary();
+      pi_step_ = step;
+    }
+    if (pi_.empty()) return seeds_.front();
+    double pick = unit(rng_), acc = 0;
+    for (Vertex v = 0; v < pi_.size(); ++v)
+      if ((acc += pi_[v]) >= pick) return v;
+    return seeds_.front();
+  }
+
+  // Power iteration on the explored chain. Restarts and unexpanded states
+  // teleport to the seeds.
+  std::vector<double> stationary() const {
+    const int n = int(boost::num_vertices(graph_));
+    Eigen::SparseMatrix<double> transpose(n, n);  // P^T
+    std::vector<Eigen::Triplet<double>> entries;
+    std::vector<double> leak(n, 1.0);
+    const double keep = 1.0 - options_.restart_probability;
+    for (Vertex v = 0; v < Vertex(n); ++v) {
+      auto [b, e] = boost::out_edges(v, graph_);
+      for (auto it = b; it != e; ++it) {
+        entries.emplace_back(int(boost::target(*it, graph_)), int(v), keep * graph_[*it].probability);
+        leak[v] -= keep * graph_[*it].probability;
+      }
+    }
+    transpose.setFromTriplets(entries.begin(), entries.end());
+    Eigen::VectorXd pi = Eigen::VectorXd::Constant(n, 1.0 / n), teleport = Eigen::VectorXd::Zero(n);
+    for (Vertex s : seeds_) teleport[int(s)] += 1.0 / double(seeds_.size());
+    Eigen::Map<const Eigen::VectorXd> leaks(leak.data(), n);
+    for (int iter = 0; iter < 60; ++iter) {
+      Eigen::VectorXd next = transpose * pi + teleport * leaks.dot(pi);
+      double diff = (next - pi).lpNorm<1>();
+      pi = next / next.sum();
+      if (diff < 1e-9) break;
+    }
+    return std::vector<double>(pi.data(), pi.data() + n);
+  }
+
+  const AnchorInfo& anchor_;
+  const HwSpec& target_;
+  const TraversalOptions& options_;
+  std::mt19937_64 rng_;
+  Graph graph_;
+  std::unordered_map<size_t, std::vector<Vertex>> index_;
+  std::vector<Vertex> seeds_;
+  std::vector<double> pi_;
+  int pi_step_ = -1000;
+};
+
+// How well an axis suits the vector lanes: unit-stride accesses count for
+// it, gathers against it.
+int vector_affinity(const AnchorInfo& anchor, int axis) {
+  int score = 0;
+  for (const Access& x : anchor.accesses) {
+    if (!x.uses_axis[axis]) continue;
+    if (x.stride[axis] == 1) score += 2;
+    else score -= 2;
+  }
+  if (axis == anchor.num_spatial - 1) score += 3;  // the output is contiguous along it
+  else if (!anchor.is_reduce_axis(axis)) score -= 3;
+  return score;
+}
+
+}  // namespace
+
+std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
+  State init = initial_state(anchor, target);
+  std::vector<State> seeds{init};
+  if (target.kind != TargetKind::Cpu) return seeds;
+  const int lanes = target.cpu.fp32_lanes();
+  std::vector<int> axes;
+  for (int a = 0; a < anchor.num_axes(); ++a)
+    if (!anchor.is_reduce_axis(a) || anchor.is_reduction) axes.push_back(a);
+  std::stable_sort(axes.begin(), axes.end(), [&](int a, int b) { return vector_affinity(anchor, a) > vector_affinity(anchor, b); });
+  const int wanted = target.cpu.fma_latency * target.cpu.fma_units;
+  for (size_t k = 0; k < axes.size() && k < 2; ++k) {
+    const int v = axes[k];
+    StepResult r = apply_step(*init, {StepKind::Vectorize, v, lanes}, anchor, target);
+    if (!r) continue;
+    State s = r.state;
+    const int reg = s->reg_level();
+    // Grow the register block along the largest other spatial axis, then
+    // the vector axis, until the accumulators cover latency x pipes.
+    int other = -1;
+    for (int a = 0; a < anchor.num_spatial; ++a)
+      if (a != v && (other < 0 || anchor.plan_extent(a) > anchor.plan_extent(other))) other = a;
+    for (int round = 0; round < 8; ++round) {
+      int64_t elems = 1;
+      for (int a = 0; a < anchor.num_axes(); ++a) elems *= s->tile[reg][a];
+      if (elems / lanes >= wanted) break;
+      bool grew = false;
+      for (int a : {other, v}) {
+        if (a < 0) continue;
+        StepResult g = apply_step(*s, {StepKind::TileGrow, reg, a}, anchor, target);
+        if (g) {
+          s = g.state;
+          grew = true;
+          break;
+        }
+      }
+      if (!grew) break;
+    }
+    seeds.push_back(s);
+  }
+  return seeds;
+}
+
+TraversalResult traverse_state_graph(const AnchorInfo& anchor, const HwSpec& target, const std::vector<State>& seeds,
+                                     const TraversalOptions& options) {
+  return Traversal(anchor, target, options).run(seeds);
+}
+
+}  // namespace loom

@@ -1,0 +1,63 @@
+// The schedule-state graph and its Markov-guided traversal.
+//
+// Vertices are schedule states, deduplicated by structural hash; edges are
+// primitive applications (schedule/step.h). The graph is explored lazily
+// from seed states: a vertex's out-edges are created the first time a walk
+// stands on it. Several paths reach the same state and steps can be undone
+// (grow then shrink), so it is a graph with cycles, not a tree.
+//
+// Transition probabilities come from the analytic model with several
+// objectives rather than one score. For an edge s -> n and objectives o_k
+// (compute time, traffic time into each cache level, packing and penalty
+// time, 1/parallel balance):
+//   score(s, n) = log(t(s)/t(n)) + sum_k w_k(s) log(o_k(s)/o_k(n)),
+//   w_k(s)      = o_k(s) / sum_j o_j(s)        (the bottleneck counts most),
+//   P(s -> n)   = softmax over legal out-edges of score / temperature.
+// Random walks with restarts follow these probabilities; a walk restarts at
+// a seed, or at a state drawn from the stationary distribution of the chain
+// explored so far (computed with Eigen by power iteration, unexplored mass
+// teleporting to the seeds). After the budget, every state seen is ranked
+// by predicted time and the top K distinct states are emitted. Everything
+// is deterministic for a given seed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "construct/analytic_model.h"
+#include "schedule/anchor.h"
+#include "schedule/state.h"
+
+namespace loom {
+
+struct TraversalOptions {
+  int top_k = 10;
+  int walk_steps = 600;
+  double temperature = 0.3;
+  double restart_probability = 0.05;
+  uint64_t seed = 1;
+  int threads = 1;
+};
+
+struct RankedState {
+  State state;
+  Estimate estimate;
+  double stationary = 0;  // probability under the explored chain's stationary distribution
+};
+
+struct TraversalResult {
+  std::vector<RankedState> top;  // best first
+  int vertices = 0;
+  int edges = 0;
+  int steps_taken = 0;
+};
+
+TraversalResult traverse_state_graph(const AnchorInfo& anchor, const HwSpec& target,
+                                     const std::vector<State>& seeds, const TraversalOptions& options);
+
+// Hardware-aware starting points: the initial state, and one with the
+// vector axis and a register block sized from the hwspec (enough
+// accumulators to cover FMA latency x FMA units, within the register file).
+std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target);
+
+}  // namespace loom

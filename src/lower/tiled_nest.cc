@@ -1,0 +1,390 @@
+#include "lower/tiled_nest.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "ir/analysis.h"
+
+namespace loom {
+
+namespace {
+
+// The range of one axis at the current point of the nest.
+struct Region {
+  Expr base;                           // global start
+  Expr size;                           // actual extent (the last tile may be cut short)
+  std::optional<int64_t> const_size;   // when known at compile time
+  int64_t nominal = 0;                 // tile size bounding `size`; 0 when unbounded
+  std::vector<std::pair<Expr, int64_t>> terms;  // loops opened below level 0: (variable, tile)
+};
+
+struct PackedAccess {
+  BufferRef buffer;
+  std::vector<size_t> terms_before;  // per axis: loops already open at the pack point
+  std::vector<int64_t> nominal;      // per axis: region size at the pack point
+};
+
+Expr and_all(const std::vector<Expr>& conds) {
+  Expr c;
+  for (const Expr& x : conds) c = c.defined() ? (c && x) : x;
+  return c;
+}
+
+class TiledNest {
+ public:
+  explicit TiledNest(const TiledNestInputs& in)
+      : in_(in), an_(*in.anchor), s_(*in.state), reg_(s_.reg_level()), packed_(an_.accesses.size()) {
+    for (int a : s_.order[reg_ - 1])
+      if (an_.is_reduce_axis(a)) reduce_order_.push_back(a);
+    for (int a : s_.order[reg_])
+      if (a != s_.vec_axis) element_order_.push_back(a);
+    if (s_.vec_axis >= 0 && !an_.is_reduce_axis(s_.vec_axis)) element_order_.push_back(s_.vec_axis);
+  }
+
+  Stmt build() {
+    const int n = an_.num_axes();
+    std::vector<Region> r(n);
+    Var outer(an_.stage.name() + "_tile");
+    std::vector<Expr> counts(n);
+    Expr total = make_int(1);
+    for (int a = 0; a < an_.num_spatial; ++a) {
+      counts[a] = ceil_div(an_.extents[a], s_.tile[0][a]);
+      total = total * counts[a];
+    }
+    Expr rest = outer;
+    for (int i = int(s_.order[0].size()) - 1; i >= 0; --i) {
+      const int a = s_.order[0][i];
+      const int64_t T = s_.tile[0][a];
+      Expr t = counts[a].as_const_int() == 1 ? make_int(0) : i == 0 ? rest : rest % counts[a];
+      if (i > 0) rest = rest / counts[a];
+      r[a] = cut(Region{make_int(0), an_.extents[a], const_of(an_.extents[a]), 0, {}}, t, T);
+      r[a].terms.clear();  // level-0 offsets lie outside every pack region
+    }
+    for (int a = an_.num_spatial; a < n; ++a) {
+      auto c = const_of(an_.extents[a]);
+      r[a] = Region{make_int(0), an_.extents[a], c, c.value_or(0), {}};
+    }
+    Stmt body = level(1, 0, r);
+    for (auto it = packed_.rbegin(); it != packed_.rend(); ++it)
+      if (it->buffer) body = make_allocate(it->buffer, body);
+    if (total.as_const_int() == 1) return body;  // every level-0 index is 0
+    return make_for(outer, total, ForKind::Parallel, body);
+  }
+
+ private:
+  static std::optional<int64_t> const_of(const Expr& e) { return e.as_const_int(); }
+  static Expr ceil_div(const Expr& e, int64_t t) { return (e + (t - 1)) / t; }
+
+  // The sub-range of `parent` taken by tile `t` of size T.
+  static Region cut(const Region& parent, const Expr& t, int64_t T) {
+    Region r = parent;
+    r.base = parent.base + t * T;
+    r.nominal = T;
+    r.terms.push_back({t, T});
+    if (parent.const_size && *parent.const_size % T == 0) {
+      r.size = make_int(T);
+      r.const_size = T;
+    } else if (parent.const_size && *parent.const_size <= T) {
+      r.size = parent.size;
+    } else {
+      r.size = min(make_int(T), parent.size - t * T);
+      r.const_size.reset();
+    }
+    return r;
+  }
+
+  Stmt level(int l, size_t pos, std::vector<Region> r) {
+    std::vector<Stmt> seq;
+    if (l < reg_)
+      for (size_t i = 0; i < an_.accesses.size(); ++i)
+        if (s_.pack[i] == s_.make_pack_point(l, int(pos))) seq.push_back(pack(int(i), r));
+    if (pos == s_.order[l].size()) {
+      seq.push_back(l == reg_ ? micro_kernel(r) : level(l + 1, 0, r));
+      return make_seq(seq);
+    }
+    const int a = s_.order[l][pos];
+    const int64_t T = s_.tile[l][a];
+    if (r[a].const_size && *r[a].const_size <= T) {
+      r[a].nominal = std::min(r[a].nominal ? r[a].nominal : T, T);
+      seq.push_back(level(l, pos + 1, r));
+      return make_seq(seq);
+    }
+    Var t("t" + std::to_string(l) + "_" + an_.axes[a].name());
+    Expr trips = r[a].const_size ? make_int((*r[a].const_size + T - 1) / T) : ceil_div(r[a].size, T);
+    r[a] = cut(r[a], t, T);
+    seq.push_back(make_for(t, trips, ForKind::Serial, level(l, pos + 1, r)));
+    return make_seq(seq);
+  }
+
+  // --- packing -------------------------------------------------------
+  Stmt pack(int i, const std::vector<Region>& r) {
+    const Access& x = an_.accesses[i];
+    PackedAccess& p = packed_[i];
+    p.terms_before.resize(r.size());
+    p.nominal.resize(r.size());
+    std::vector<int> used;
+    for (int a = 0; a < an_.num_axes(); ++a) {
+      if (!x.uses_axis[a]) continue;
+      LOOM_INTERNAL_CHECK(r[a].nominal > 0, "packing ", x.tensor.name(), " over an unbounded axis");
+      used.push_back(a);
+      p.terms_before[a] = r[a].terms.size();
+      p.nominal[a] = r[a].nominal;
+    }
+    std::vector<Expr> dims = layout_dims(i);
+    p.buffer = std::make_shared<BufferNode>(BufferNode{"packed_" + x.tensor.name(), DType::f32(), {product(dims)}});
+
+    // Fill in source order: the axis with the smallest stride innermost.
+    std::sort(used.begin(), used.end(), [&](int a, int b) {
+      auto sa = x.stride[a].value_or(1 << 30), sb = x.stride[b].value_or(1 << 30);
+      return std::abs(sa) > std::abs(sb);
+    });
+    std::vector<Expr> local(an_.num_axes(), make_int(0));
+    VarMap at;
+    std::vector<Var> vars;
+    for (int a : used) {
+      vars.emplace_back("v_" + an_.axes[a].name());
+      local[a] = vars.back();
+      at[an_.axes[a].get()] = r[a].base + vars.back();
+    }
+    std::vector<Expr> tile_index = local, element = local;
+    for (int a : used)
+      if (!an_.is_reduce_axis(a)) {
+        tile_index[a] = local[a] / s_.tile[reg_][a];
+        element[a] = local[a] % s_.tile[reg_][a];
+      }
+    Stmt fill = make_store(p.buffer, layout_index(i, tile_index, element), in_.lower_reads(substitute(x.read, at)));
+    for (int k = int(used.size()) - 1; k >= 0; --k) fill = make_for(vars[k], r[used[k]].size, ForKind::Serial, fill);
+    return fill;
+  }
+
+  // Packed layout: register-tile index of each spatial axis (register
+  // order), then the reduction axes (micro-kernel order), then the element
+  // within the register tile (micro-kernel order).
+  std::vector<int> layout_outer(int i) const {
+    std::vector<int> v;
+    for (int a : s_.order[reg_])
+      if (an_.accesses[i].uses_axis[a]) v.push_back(a);
+    return v;
+  }
+  std::vector<int> layout_reduce(int i) const {
+    std::vector<int> v;
+    for (int a : reduce_order_)
+      if (an_.accesses[i].uses_axis[a]) v.push_back(a);
+    return v;
+  }
+  std::vector<int> layout_inner(int i) const {
+    std::vector<int> v;
+    for (int a : element_order_)
+      if (an_.accesses[i].uses_axis[a]) v.push_back(a);
+    return v;
+  }
+
+  std::vector<Expr> layout_dims(int i) const {
+    const PackedAccess& p = packed_[i];
+    std::vector<Expr> d;
+    for (int a : layout_outer(i)) d.push_back(make_int((p.nominal[a] + s_.tile[reg_][a] - 1) / s_.tile[reg_][a]));
+    for (int a : layout_reduce(i)) d.push_back(make_int(p.nominal[a]));
+    for (int a : layout_inner(i)) d.push_back(make_int(s_.tile[reg_][a]));
+    return d;
+  }
+
+  // `tile_index[a]` / `element[a]`: register-tile index and element of a
+  // spatial axis within the packed region; for reduction axes the local
+  // coordinate itself (in tile_index).
+  Expr layout_index(int i, const std::vector<Expr>& tile_index, const std::vector<Expr>& element) const {
+    std::vector<Expr> idx;
+    for (int a : layout_outer(i)) idx.push_back(tile_index[a]);
+    for (int a : layout_reduce(i)) idx.push_back(tile_index[a]);
+    for (int a : layout_inner(i)) idx.push_back(element[a]);
+    return flatten_index(idx, layout_dims(i));
+  }
+
+  // --- micro-kernel --------------------------------------------------
+  Stmt micro_kernel(const std::vector<Region>& r) {
+    std::vector<Expr> conds;
+    bool always_slow = false;
+    for (int a = 0; a < an_.num_spatial; ++a) {
+      const int64_t R = s_.tile[reg_][a];
+      if (r[a].const_size) always_slow |= *r[a].const_size != R;
+      else conds.push_back(r[a].size == R);
+    }
+    if (always_slow) return kernel_body(r, false);
+    if (conds.empty()) return kernel_body(r, true);
+    return make_if(and_all(conds), kernel_body(r, true), kernel_body(r, false));
+  }
+
+  struct Elements {
+    std::vector<Expr> e;  // per axis: element offset in the tile
+    std::vector<std::tuple<Var, Expr, ForKind, int>> loops;  // outermost first
+  };
+
+  // Loops over the register tile's elements (fast: unrolled, vector axis
+  // split into unrolled vectors; slow: bounded by the actual sizes).
+  Elements elements(const std::vector<Region>& r, bool fast) const {
+    Elements el;
+    el.e.assign(an_.num_axes(), make_int(0));
+    const int W = s_.vec_width;
+    for (int a : element_order_) {
+      const int64_t R = s_.tile[reg_][a];
+      const std::string name = an_.axes[a].name();
+      if (a == s_.vec_axis && W > 1) {
+        if (fast) {
+          Var vo("e_" + name + "_v"), vi("e_" + name);
+          if (R / W > 1) el.loops.emplace_back(vo, make_int(R / W), ForKind::Unrolled, 1);
+          el.loops.emplace_back(vi, make_int(W), ForKind::Vectorized, W);
+          el.e[a] = R / W > 1 ? Expr(vo) * W + vi : Expr(vi);
+        } else {
+          Var v("e_" + name);
+          el.loops.emplace_back(v, r[a].size, ForKind::Vectorized, W);
+          el.e[a] = v;
+        }
+        continue;
+      }
+      if (fast && R == 1) continue;
+      Var v("e_" + name);
+      el.loops.emplace_back(v, fast ? make_int(R) : r[a].size, fast ? ForKind::Unrolled : ForKind::Serial, 1);
+      el.e[a] = v;
+    }
+    return el;
+  }
+
+  static Stmt wrap(const Elements& el, Stmt inner) {
+    for (auto it = el.loops.rbegin(); it != el.loops.rend(); ++it)
+      inner = make_for(std::get<0>(*it), std::get<1>(*it), std::get<2>(*it), inner, std::get<3>(*it));
+    return inner;
+  }
+
+  // The anchor's source at element `e`, packed accesses read from their
+  // buffers.
+  Expr source_at(const std::vector<Region>& r, const std::vector<Expr>& e) const {
+    Expr src = transform(an_.source, [&](const Expr& x) -> std::optional<Expr> {
+      for (size_t i = 0; i < an_.accesses.size(); ++i) {
+        if (x.get() != an_.accesses[i].read.get() || !packed_[i].buffer) continue;
+        std::vector<Expr> tile_index(an_.num_axes(), make_int(0)), element = tile_index;
+        for (int a = 0; a < an_.num_axes(); ++a) {
+          if (!an_.accesses[i].uses_axis[a]) continue;
+          const bool spatial_split = !an_.is_reduce_axis(a);
+          const int64_t R = spatial_split ? s_.tile[reg_][a] : 1;
+          Expr t = make_int(0);
+          for (size_t k = packed_[i].terms_before[a]; k < r[a].terms.size(); ++k)
+            t = t + r[a].terms[k].first * (r[a].terms[k].second / R);
+          if (spatial_split) {
+            tile_index[a] = t;
+            element[a] = e[a];
+          } else {
+            tile_index[a] = t + e[a];
+          }
+        }
+        return make_load(packed_[i].buffer, layout_index(int(i), tile_index, element));
+      }
+      return std::nullopt;
+    });
+    VarMap at;
+    for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + e[a];
+    return in_.lower_reads(substitute(src, at));
+  }
+
+  Stmt kernel_body(const std::vector<Region>& r, bool fast) {
+    Elements el = elements(r, fast);
+    std::vector<Expr> coords;
+    for (int a = 0; a < an_.num_spatial; ++a) coords.push_back(r[a].base + el.e[a]);
+    Expr out_index = flatten_index(coords, std::vector<Expr>(an_.extents.begin(), an_.extents.begin() + an_.num_spatial));
+
+    if (!an_.is_reduction) return wrap(el, make_store(in_.out, out_index, source_at(r, el.e)));
+
+    // Conditions on the reduction blocks this micro-kernel covers.
+    std::vector<Expr> first_c, last_c;
+    for (int a = an_.num_spatial; a < an_.num_axes(); ++a) {
+      if (r[a].terms.empty()) continue;
+      first_c.push_back(r[a].base == 0);
+      last_c.push_back(r[a].base + r[a].size == an_.extents[a]);
+    }
+    Expr first = and_all(first_c), last = and_all(last_c);
+
+    const int rv = s_.vec_axis >= 0 && an_.is_reduce_axis(s_.vec_axis) ? s_.vec_axis : -1;
+    const int64_t RL = rv >= 0 ? s_.tile[reg_][rv] : 1;
+    int64_t acc_size = RL;
+    for (int a : element_order_) acc_size *= s_.tile[reg_][a];
+    auto acc = std::make_shared<BufferNode>(BufferNode{"acc", an_.stage.dtype(), {make_int(acc_size)}});
+    auto acc_index = [&](const Expr& lane) {
+      Expr flat = make_int(0);
+      for (int a : element_order_) flat = flat * s_.tile[reg_][a] + el.e[a];
+      return flat * RL + lane;
+    };
+    const ReduceOp op = an_.reduce_op;
+    const DType type = an_.stage.dtype();
+    auto combine = [&](const Expr& x, const Expr& y) {
+      return op == ReduceOp::Sum ? x + y : op == ReduceOp::Max ? max(x, y) : min(x, y);
+    };
+    const Expr identity = reduce_identity(op, type);
+
+    // init
+    Stmt init;
+    if (rv >= 0) {
+      Var q("q");
+      init = make_for(q, make_int(acc_size), ForKind::Serial, make_store(acc, q, identity));
+    } else {
+      Expr start = first.defined() ? select(first, identity, make_load(in_.out, out_index)) : identity;
+      init = wrap(el, make_store(acc, acc_index(make_int(0)), start));
+    }
+
+    // reduction loops, outer-product form inside
+    std::vector<Expr> e = el.e;
+    std::vector<Var> rvars;
+    for (int a : reduce_order_) {
+      rvars.emplace_back("e_" + an_.axes[a].name());
+      e[a] = rvars.back();
+    }
+    auto accumulate = [&](const Expr& lane, const std::vector<Expr>& at) {
+      return make_store(acc, acc_index(lane), combine(make_load(acc, acc_index(lane)), source_at(r, at)));
+    };
+    Stmt update;
+    if (rv >= 0 && fast) {
+      // Lane-wise partial sums over blocks of RL, then the remainder in lane 0.
+      const int W = s_.vec_width;
+      Var b("b_" + an_.axes[rv].name()), lo("l_o"), li("l_i"), u("u_" + an_.axes[rv].name());
+      Expr lane = RL / W > 1 ? Expr(lo) * W + li : Expr(li);
+      e[rv] = Expr(b) * RL + lane;
+      Stmt step = make_for(li, make_int(W), ForKind::Vectorized, accumulate(lane, e), W);
+      if (RL / W > 1) step = make_for(lo, make_int(RL / W), ForKind::Unrolled, step);
+      Stmt blocks = make_for(b, r[rv].size / RL, ForKind::Serial, wrap(el, step), 1, s_.unroll);
+      Expr done = r[rv].size / RL * RL;
+      e[rv] = done + u;
+      Stmt rest = make_for(u, r[rv].size - done, ForKind::Serial, wrap(el, accumulate(make_int(0), e)));
+      update = make_seq({blocks, rest});
+    } else {
+      update = wrap(el, accumulate(make_int(0), e));
+    }
+    for (int k = int(reduce_order_.size()) - 1; k >= 0; --k) {
+      const int a = reduce_order_[k];
+      if (a == rv && fast) continue;
+      const bool innermost = k + 1 == int(reduce_order_.size());
+      update = make_for(rvars[k], r[a].size, ForKind::Serial, update, 1, innermost ? s_.unroll : 0);
+    }
+
+    // write-back
+    Expr value = make_load(acc, acc_index(make_int(0)));
+    for (int64_t l = 1; l < RL; ++l) value = combine(value, make_load(acc, acc_index(make_int(l))));
+    if (rv >= 0 && first.defined()) value = select(first, value, combine(make_load(in_.out, out_index), value));
+    if (in_.epilogue) {
+      Expr final_value = in_.epilogue(value, coords);
+      value = last.defined() ? select(last, final_value, value) : final_value;
+    }
+    Stmt write = wrap(el, make_store(in_.out, out_index, value));
+    return make_allocate(acc, make_seq({init, update, write}), /*on_stack=*/true);
+  }
+
+  const TiledNestInputs& in_;
+  const AnchorInfo& an_;
+  const StateData& s_;
+  const int reg_;
+  std::vector<PackedAccess> packed_;
+  std::vector<int> reduce_order_;
+  std::vector<int> element_order_;
+};
+
+}  // namespace
+
+Stmt lower_tiled_nest(const TiledNestInputs& in) { return TiledNest(in).build(); }
+
+}  // namespace loom

@@ -1,0 +1,40 @@
+// Lowering of the anchor stage under a schedule state (see schedule/state.h).
+//
+// The nest, outermost first:
+//   1. one parallel loop over the level-0 tiles of the spatial axes;
+//   2. per cache level, loops over sub-tiles in that level's order, with
+//      each packed access copied into its buffer at its pack point;
+//   3. loops over register tiles;
+//   4. the micro-kernel: a stack accumulator block (promoted to registers)
+//      initialised with the reduction identity on the first reduction block
+//      or the partial sums stored so far; the reduction loops; inside them
+//      fully unrolled loops over the register tile with the vector axis
+//      innermost (outer-product form: one operand broadcast, the other
+//      loaded as vectors, FMA into the block); then the write-back, through
+//      the fused consumer on the last reduction block.
+// A register tile cut short by the extent runs the same micro-kernel with
+// runtime-bounded loops instead of unrolled ones.
+#pragma once
+
+#include <functional>
+
+#include "lower/loop_ir.h"
+#include "schedule/anchor.h"
+#include "schedule/state.h"
+
+namespace loom {
+
+struct TiledNestInputs {
+  const AnchorInfo* anchor = nullptr;
+  const StateData* state = nullptr;
+  // Lowers the reads left in an expression (inlining or flat loads).
+  std::function<Expr(const Expr&)> lower_reads;
+  BufferRef out;           // the anchor's buffer; the fused consumer's output when fused
+  // The fused consumer's value given the anchor's value at `coords`; empty
+  // when nothing is fused.
+  std::function<Expr(const Expr& value, const std::vector<Expr>& coords)> epilogue;
+};
+
+Stmt lower_tiled_nest(const TiledNestInputs& in);
+
+}  // namespace loom

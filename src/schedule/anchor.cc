@@ -1,0 +1,100 @@
+#include "schedule/anchor.h"
+
+#include "ir/analysis.h"
+#include "schedule/schedule.h"
+
+namespace loom {
+
+namespace {
+
+bool reads_only_at_own_point(const te::Tensor& consumer, const te::Tensor& anchor) {
+  const TensorNode* c = consumer.get();
+  if (c->axes.size() != anchor.get()->axes.size() || c->body.get()->as<ReduceNode>()) return false;
+  for (size_t d = 0; d < c->shape.size(); ++d)
+    if (c->shape[d].get() != anchor.shape()[d].get() && c->shape[d].as_const_int() != anchor.shape()[d].as_const_int())
+      return false;
+  bool ok = true;
+  visit(c->body, [&](const Expr& e) {
+    if (auto* r = e.get()->as<TensorReadNode>(); r && r->tensor.get() == anchor.get())
+      for (size_t d = 0; d < r->indices.size(); ++d) ok &= r->indices[d].get() == c->axes[d].get();
+    return true;
+  });
+  return ok;
+}
+
+Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
+  const auto* read = expr.get()->as<TensorReadNode>();
+  Access a;
+  a.read = expr;
+  a.tensor = read->tensor;
+  a.indices = read->indices;
+  Expr flat = flatten_index(read->indices, read->tensor.shape());
+  for (const Var& v : axes) {
+    a.uses_axis.push_back(false);
+    for (const Expr& i : read->indices) a.uses_axis.back() = a.uses_axis.back() || uses_var(i, v.get());
+    a.stride.push_back(linear_coeff(flat, v.get()));
+  }
+  for (const Expr& i : read->indices) {
+    std::vector<int64_t> row;
+    for (const Var& v : axes) row.push_back(std::max<int64_t>(0, std::abs(linear_coeff(i, v.get()).value_or(1))));
+    a.dim_coeff.push_back(row);
+  }
+  return a;
+}
+
+}  // namespace
+
+AnchorInfo analyze_anchor(const Operator& op) {
+  std::vector<te::Tensor> stages = compute_stages(op);
+  std::vector<te::Tensor> reductions;
+  for (const auto& s : stages)
+    if (s.get()->body.get()->as<ReduceNode>()) reductions.push_back(s);
+  AnchorInfo info;
+  info.stage = reductions.size() == 1 ? reductions[0] : op.outputs[0];
+  info.flops = op.flops;
+  const TensorNode* node = info.stage.get();
+  for (size_t d = 0; d < node->axes.size(); ++d) {
+    info.axes.push_back(node->axes[d]);
+    info.extents.push_back(node->shape[d]);
+  }
+  info.num_spatial = int(node->axes.size());
+  info.source = node->body;
+  if (auto* red = node->body.get()->as<ReduceNode>()) {
+    info.is_reduction = true;
+    info.reduce_op = red->op;
+    info.source = red->source;
+    for (const auto& ax : red->axes) {
+      info.axes.push_back(ax.var);
+      info.extents.push_back(ax.extent);
+    }
+  }
+  for (const Expr& e : info.extents) info.const_extent.push_back(e.as_const_int().value_or(-1));
+
+  visit(info.source, [&](const Expr& e) {
+    if (e.get()->as<TensorReadNode>()) {
+      info.accesses.push_back(analyze_access(e, info.axes));
+      return false;
+    }
+    return true;
+  });
+
+  // A fusable consumer: the single stage reading the anchor, element-wise.
+  if (info.is_reduction) {
+    std::vector<te::Tensor> readers;
+    for (const auto& s : stages) {
+      bool reads = false;
+      visit(s.get()->body, [&](const Expr& e) {
+        if (auto* r = e.get()->as<TensorReadNode>()) reads |= r->tensor.get() == node;
+        return !reads;
+      });
+      if (reads) readers.push_back(s);
+    }
+    bool anchor_is_output = false;
+    for (const auto& o : op.outputs) anchor_is_output |= o.get() == node;
+    if (readers.size() == 1 && !anchor_is_output && reads_only_at_own_point(readers[0], info.stage))
+      info.consumer = readers[0];
+  }
+  return info;
+}
+
+}  // namespace loom

@@ -1,0 +1,57 @@
+// The anchor of an operator: the one stage a schedule state tiles.
+//
+// Construction works on one stage at a time: the operator's only reduction
+// stage (matmul, convolution, pooling, row reductions), or its output stage
+// when it has none or several (element-wise chains, softmax, layernorm).
+// This file describes that stage's iteration space: its axes (spatial first,
+// then reduction), their extents, every tensor read in its body with the
+// axes that read depends on, and the element-wise consumer that may be fused
+// into its write-back. States, the analytic model and lowering all read it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/expr_nodes.h"
+#include "loom/operator.h"
+
+namespace loom {
+
+// One tensor read in the anchor's body, e.g. A[i, k] or X_pad[n, oh*2+rh, ...].
+struct Access {
+  Expr read;                          // the TensorRead in the anchor's body
+  te::Tensor tensor;
+  std::vector<Expr> indices;          // in terms of the anchor's axis variables
+  std::vector<bool> uses_axis;        // per anchor axis
+  // d(flat index)/d(axis) when affine with a constant coefficient.
+  std::vector<std::optional<int64_t>> stride;
+  // Extent of the data tile along each tensor dimension is approximated by
+  // sum over axes |coeff(dim, axis)| * (tile(axis) - 1) + 1.
+  std::vector<std::vector<int64_t>> dim_coeff;  // [dim][axis], 0 when not affine
+};
+
+struct AnchorInfo {
+  te::Tensor stage;
+  std::vector<Var> axes;       // spatial axes, then reduction axes
+  std::vector<Expr> extents;
+  std::vector<int64_t> const_extent;  // -1 where symbolic
+  int num_spatial = 0;
+  bool is_reduction = false;
+  ReduceOp reduce_op = ReduceOp::Sum;
+  Expr source;                 // the reduced (or computed) value, reads not yet lowered
+  std::vector<Access> accesses;
+  // An element-wise consumer reading the anchor only at the same point.
+  te::Tensor consumer;         // undefined when none
+  Expr flops;                  // of the whole operator
+
+  int num_axes() const { return int(axes.size()); }
+  bool is_reduce_axis(int a) const { return a >= num_spatial; }
+  // The extent to plan with: constant, or a planning guess for symbolic axes.
+  int64_t plan_extent(int a) const { return const_extent[a] > 0 ? const_extent[a] : 256; }
+};
+
+// Finds the anchor of `op` and analyses its accesses.
+AnchorInfo analyze_anchor(const Operator& op);
+
+}  // namespace loom

@@ -1,0 +1,60 @@
+#include "schedule/path.h"
+
+#include <algorithm>
+
+namespace loom {
+
+namespace {
+
+bool apply(State& s, const Step& step, const AnchorInfo& anchor, const HwSpec& target) {
+  StepResult r = apply_step(*s, step, anchor, target);
+  if (r) s = r.state;
+  return bool(r);
+}
+
+// Moves tile[l][a] towards `want` one allowed size at a time.
+bool move_tile(State& s, int l, int a, int64_t want, const AnchorInfo& anchor, const HwSpec& target) {
+  for (int guard = 0; guard < 4096 && s->tile[l][a] != want; ++guard) {
+    StepKind k = s->tile[l][a] > want ? StepKind::TileShrink : StepKind::TileGrow;
+    if (!apply(s, {k, l, a}, anchor, target)) return false;
+    if (k == StepKind::TileShrink ? s->tile[l][a] < want : s->tile[l][a] > want) return false;
+  }
+  return s->tile[l][a] == want;
+}
+
+}  // namespace
+
+State state_with_path(const AnchorInfo& anchor, const HwSpec& target, const StateData& goal) {
+  State s = initial_state(anchor, target);
+  if (goal.vec_axis >= 0 && !apply(s, {StepKind::Vectorize, goal.vec_axis, goal.vec_width}, anchor, target))
+    return nullptr;
+  // Loop orders: bubble each level into place with adjacent swaps.
+  for (int l = 0; l < s->levels(); ++l)
+    for (bool swapped = true; swapped;) {
+      swapped = false;
+      for (size_t p = 0; p + 1 < s->order[l].size(); ++p) {
+        auto rank = [&](int axis) {
+          return std::find(goal.order[l].begin(), goal.order[l].end(), axis) - goal.order[l].begin();
+        };
+        if (rank(s->order[l][p]) > rank(s->order[l][p + 1])) {
+          if (!apply(s, {StepKind::Reorder, l, int(p)}, anchor, target)) return nullptr;
+          swapped = true;
+        }
+      }
+    }
+  // Cache levels inner to outer, then the parallel level, then registers.
+  for (int l = s->reg_level() - 1; l >= 1; --l)
+    for (int a = 0; a < s->num_axes; ++a)
+      if (!move_tile(s, l, a, goal.tile[l][a], anchor, target)) return nullptr;
+  for (int a = 0; a < s->num_spatial; ++a)
+    if (!move_tile(s, 0, a, goal.tile[0][a], anchor, target)) return nullptr;
+  for (int a = 0; a < s->num_axes; ++a)
+    if (!move_tile(s, s->reg_level(), a, goal.tile[s->reg_level()][a], anchor, target)) return nullptr;
+  if (goal.unroll != s->unroll && !apply(s, {StepKind::Unroll, goal.unroll, 0}, anchor, target)) return nullptr;
+  for (size_t i = 0; i < goal.pack.size(); ++i)
+    if (goal.pack[i] != s->pack[i] && !apply(s, {StepKind::Pack, int(i), goal.pack[i]}, anchor, target)) return nullptr;
+  if (goal.fuse != s->fuse && !apply(s, {StepKind::Fuse, goal.fuse ? 1 : 0, 0}, anchor, target)) return nullptr;
+  return *s == goal ? s : nullptr;
+}
+
+}  // namespace loom

@@ -1,0 +1,134 @@
+#include "schedule/state.h"
+
+#include <sstream>
+
+#include "loom/error.h"
+#include "schedule/anchor.h"
+
+namespace loom {
+
+namespace {
+void hash_combine(size_t& seed, size_t v) { seed ^= v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); }
+
+int private_cache_levels(const CpuSpec& cpu) {
+  int n = 0;
+  for (const CacheLevel& c : cpu.caches) n += c.shared_by_cores <= 1;
+  return std::max(1, std::min(n, 2));
+}
+}  // namespace
+
+bool StateData::operator==(const StateData& o) const {
+  return target == o.target && tile == o.tile && order == o.order && vec_axis == o.vec_axis &&
+         vec_width == o.vec_width && unroll == o.unroll && pack == o.pack && fuse == o.fuse;
+}
+
+size_t StateData::hash() const {
+  size_t h = size_t(target);
+  for (const auto& lvl : tile)
+    for (int64_t t : lvl) hash_combine(h, std::hash<int64_t>()(t));
+  for (const auto& lvl : order)
+    for (int a : lvl) hash_combine(h, size_t(a) + 17);
+  hash_combine(h, size_t(vec_axis + 1) * 31 + size_t(vec_width));
+  hash_combine(h, size_t(unroll));
+  for (int p : pack) hash_combine(h, size_t(p + 2));
+  hash_combine(h, fuse);
+  return h;
+}
+
+std::string StateData::str() const {
+  std::ostringstream os;
+  for (int l = 0; l < levels(); ++l) {
+    os << (l ? " | " : "") << "L" << l << "[";
+    for (int i = 0; i < int(order[l].size()); ++i) {
+      int a = order[l][i];
+      os << (i ? " " : "") << "a" << a << "=" << tile[l][a];
+    }
+    os << "]";
+  }
+  if (vec_axis >= 0) os << " vec a" << vec_axis << "x" << vec_width;
+  if (unroll > 1) os << " unroll " << unroll;
+  for (size_t i = 0; i < pack.size(); ++i)
+    if (pack[i] >= 0) os << " pack#" << i << "@L" << pack_level(pack[i]) << "." << pack_position(pack[i]);
+  if (fuse) os << " fused";
+  return os.str();
+}
+
+std::vector<std::string> level_names(const HwSpec& target) {
+  if (target.kind == TargetKind::Gpu) return {"block", "vthread", "thread"};
+  std::vector<std::string> names{"parallel"};
+  std::vector<std::string> caches;
+  for (const CacheLevel& c : target.cpu.caches)
+    if (c.shared_by_cores <= 1) caches.push_back(c.name);
+  if (caches.size() > 2) caches.erase(caches.begin(), caches.end() - 2);
+  if (caches.empty()) caches.push_back("cache");
+  for (auto it = caches.rbegin(); it != caches.rend(); ++it) names.push_back(*it);
+  names.push_back("reg");
+  return names;
+}
+
+State initial_state(const AnchorInfo& anchor, const HwSpec& target) {
+  auto s = std::make_shared<StateData>();
+  s->target = target.kind;
+  s->num_axes = anchor.num_axes();
+  s->num_spatial = anchor.num_spatial;
+  const int levels = target.kind == TargetKind::Gpu ? 3 : 2 + private_cache_levels(target.cpu);
+  std::vector<int64_t> full;
+  for (int a = 0; a < s->num_axes; ++a) full.push_back(anchor.plan_extent(a));
+  std::vector<int> all_axes, spatial;
+  for (int a = 0; a < s->num_axes; ++a) {
+    all_axes.push_back(a);
+    if (a < s->num_spatial) spatial.push_back(a);
+  }
+  for (int l = 0; l < levels; ++l) {
+    s->tile.push_back(l == levels - 1 ? std::vector<int64_t>(s->num_axes, 1) : full);
+    s->order.push_back(l == 0 || l == levels - 1 ? spatial : all_axes);
+  }
+  s->pack.assign(anchor.accesses.size(), -1);
+  return s;
+}
+
+State replay(const AnchorInfo& anchor, const HwSpec& target, const std::vector<Step>& steps) {
+  State s = initial_state(anchor, target);
+  for (const Step& step : steps) {
+    StepResult r = apply_step(*s, step, anchor, target);
+    LOOM_USER_CHECK(r, "cannot replay step '", step.str(), "': ", r.why);
+    s = r.state;
+  }
+  return s;
+}
+
+std::string serialize_steps(const std::vector<Step>& steps) {
+  std::ostringstream os;
+  for (const Step& s : steps) os << s.str() << "\n";
+  return os.str();
+}
+
+std::vector<Step> parse_steps(const std::string& text) {
+  std::vector<Step> steps;
+  std::istringstream in(text);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    std::istringstream ls(line);
+    std::string name;
+    Step step{StepKind::TileGrow};
+    std::string rest;
+    ls >> name >> step.a >> step.b;
+    bool parsed = !ls.fail();
+    ls >> rest;
+    LOOM_USER_CHECK(parsed && rest.empty(), "schedule record line ", line_no, ": '", line,
+                    "' is not '<step> <int> <int>'");
+    bool known = false;
+    for (int k = 0; k <= int(StepKind::VThread); ++k)
+      if (name == step_name(StepKind(k))) {
+        step.kind = StepKind(k);
+        known = true;
+      }
+    LOOM_USER_CHECK(known, "schedule record line ", line_no, ": unknown step '", name, "'");
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+}  // namespace loom

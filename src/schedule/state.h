@@ -1,0 +1,78 @@
+// Schedule states: immutable values describing how the anchor stage runs.
+//
+// A state tiles every axis of the anchor (see anchor.h) at each level of the
+// target's memory hierarchy. On CPUs the levels are, outermost first:
+//   0            parallel: tiles of the spatial axes handed to threads
+//   1 .. L-2     one per private cache level (L2, then L1), all axes
+//   L-1          register: the micro-kernel's accumulator block
+// On GPUs they are block, virtual thread, thread and reduction step.
+// Tiles form a divisibility chain: tile[l+1][a] divides tile[l][a], so only
+// the last tile of a level can be partial (when the extent is not a
+// multiple), and every micro-kernel index splits without division.
+// Reduction axes are never split at level 0 and have register tile 1 unless
+// they are the vector axis (lane-wise partial sums).
+//
+// Each level has a loop order. An access (input read) may be packed: copied
+// into a contiguous buffer laid out in micro-kernel order at a pack point
+// (level, position in that level's order), the cache_read of TVM. The
+// element-wise consumer may be fused into the micro-kernel's write-back.
+//
+// States are values: structural equality and hash cover every field; the
+// step list that produced a state is carried along for printing,
+// serialization and replay, and is not part of its identity.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/hwspec.h"
+#include "schedule/step.h"
+
+namespace loom {
+
+struct AnchorInfo;
+
+struct StateData {
+  TargetKind target = TargetKind::Cpu;
+  int num_axes = 0;
+  int num_spatial = 0;
+  std::vector<std::vector<int64_t>> tile;  // [level][axis]
+  std::vector<std::vector<int>> order;     // [level]: axes in loop order, outermost first
+  int vec_axis = -1;                       // -1: scalar micro-kernel
+  int vec_width = 1;
+  int unroll = 1;                          // unroll of the innermost reduction loop
+  std::vector<int> pack;                   // per access: pack point, or -1
+  bool fuse = false;                       // consumer computed in the write-back
+  std::vector<Step> history;               // how this state was reached (not identity)
+
+  int levels() const { return int(tile.size()); }
+  int reg_level() const { return levels() - 1; }
+  int pack_level(int point) const { return point / (num_axes + 1); }
+  int pack_position(int point) const { return point % (num_axes + 1); }
+  int make_pack_point(int level, int position) const { return level * (num_axes + 1) + position; }
+
+  bool operator==(const StateData& o) const;
+  size_t hash() const;
+  std::string str() const;  // the fields, readable
+};
+
+using State = std::shared_ptr<const StateData>;
+
+// The state every construction starts from: no tiling below the full
+// extent, no parallel split, scalar, nothing packed or fused.
+State initial_state(const AnchorInfo& anchor, const HwSpec& target);
+
+// Applies `steps` to the initial state; the first illegal step is reported
+// as a UserError naming it and the reason.
+State replay(const AnchorInfo& anchor, const HwSpec& target, const std::vector<Step>& steps);
+
+// The step list as text, one step per line, and back.
+std::string serialize_steps(const std::vector<Step>& steps);
+std::vector<Step> parse_steps(const std::string& text);
+
+// Names of the tiling levels for printing ("parallel", "L2", "L1", "reg").
+std::vector<std::string> level_names(const HwSpec& target);
+
+}  // namespace loom

@@ -1,0 +1,55 @@
+// Schedule primitives: the edges of the state graph.
+//
+// A Step is a plain value (kind + small integer arguments). Every kind has
+// one definition in step.cc's table: its name, its argument names and its
+// legality-checked application. Applying a step never throws for an illegal
+// move: it returns a StepResult holding the reason, which search and
+// construction treat as an ordinary, cheap outcome.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+struct StateData;
+struct AnchorInfo;
+struct HwSpec;
+
+enum class StepKind {
+  TileGrow,    // (level, axis): next larger tile in the divisibility chain
+  TileShrink,  // (level, axis): next smaller tile
+  Reorder,     // (level, position): swap loops at position and position+1
+  Vectorize,   // (axis, width): vector axis and width; width 1 removes it
+  Unroll,      // (factor): unroll of the innermost reduction loop
+  Pack,        // (access, point): pack an input at a pack point; -1 unpacks
+  Fuse,        // (on): fuse the element-wise consumer into the write-back
+  VThread,     // GPU (axis, factor): virtual threads along an axis
+};
+
+struct Step {
+  StepKind kind;
+  int a = 0, b = 0;
+  bool operator==(const Step& o) const { return kind == o.kind && a == o.a && b == o.b; }
+  std::string str() const;
+};
+
+struct StepResult {
+  std::shared_ptr<const StateData> state;  // null when illegal
+  std::string why;                         // the reason, when illegal
+  explicit operator bool() const { return state != nullptr; }
+};
+
+// Applies `step` to `state` and checks the result against the target.
+StepResult apply_step(const StateData& state, const Step& step, const AnchorInfo& anchor, const HwSpec& target);
+
+// Every step worth trying from `state` (legal or not).
+std::vector<Step> candidate_steps(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);
+
+// Checks a whole state against the target's limits; empty when legal.
+std::string check_legal(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);
+
+const char* step_name(StepKind kind);
+
+}  // namespace loom
