@@ -86,6 +86,14 @@ std::string vectorize(StateData& s, const Step& st, const AnchorInfo& anchor, co
   s.vec_width = width;
   int64_t& reg = s.tile[s.reg_level()][axis];
   reg = std::max<int64_t>(reg, width) / width * width;
+  // Outer tiles that are not multiples of the width restart from the whole
+  // axis rounded up to it; the rest of the extent runs as partial tiles.
+  bool aligned = true;
+  for (int l = 0; l < s.reg_level(); ++l) aligned &= s.tile[l][axis] % reg == 0;
+  if (!aligned) {
+    const int64_t whole = (anchor.plan_extent(axis) + reg - 1) / reg * reg;
+    for (int l = 0; l < s.reg_level(); ++l) s.tile[l][axis] = whole;
+  }
   return "";
 }
 

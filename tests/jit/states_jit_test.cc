@@ -1,0 +1,198 @@
+// Every schedule state the strategies can emit must compute the right
+// result: random legal states (random walks over the primitives) for every
+// operator, each compiled and compared with the reference executor; plus
+// the strategies' own top candidates, and state replay/serialization.
+#include <random>
+
+#include "construct/state_graph.h"
+#include "driver/compile_schedule.h"
+#include "schedule/anchor.h"
+#include "schedule/path.h"
+#include "schedule/schedule.h"
+#include "test_util.h"
+
+namespace loom {
+namespace {
+
+struct Case {
+  std::string op;
+  std::map<std::string, std::string> params;
+};
+
+std::vector<Case> cases() {
+  return {
+      {"matmul", {{"M", "37"}, {"N", "45"}, {"K", "29"}}},
+      {"matmul", {{"M", "64"}, {"N", "64"}, {"K", "32"}}},
+      {"batch_matmul", {{"B", "3"}, {"M", "13"}, {"N", "33"}, {"K", "17"}}},
+      {"dense", {{"M", "9"}, {"N", "35"}, {"K", "24"}, {"epilogue", "bias_gelu"}}},
+      {"dense", {{"M", "16"}, {"N", "48"}, {"K", "20"}, {"epilogue", "bias_relu"}}},
+      {"conv2d", {{"N", "1"}, {"H", "9"}, {"W", "10"}, {"CI", "5"}, {"CO", "19"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
+      {"conv2d", {{"N", "2"}, {"H", "8"}, {"W", "7"}, {"CI", "6"}, {"CO", "8"}, {"KH", "3"}, {"KW", "2"},
+                  {"stride", "2"}, {"pad", "1"}, {"dilation", "2"}, {"groups", "2"}, {"layout", "NCHW"}}},
+      {"depthwise_conv2d", {{"N", "1"}, {"H", "11"}, {"W", "9"}, {"C", "21"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"}, {"pad", "1"}}},
+      {"conv2d_transpose", {{"N", "1"}, {"H", "4"}, {"W", "5"}, {"CI", "6"}, {"CO", "7"}, {"KH", "4"}, {"KW", "4"}, {"stride", "2"}, {"pad", "1"}}},
+      {"pool2d", {{"N", "1"}, {"H", "12"}, {"W", "11"}, {"C", "18"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"}, {"pad", "1"}}},
+      {"pool2d", {{"N", "1"}, {"H", "8"}, {"W", "8"}, {"C", "5"}, {"KH", "2"}, {"KW", "2"}, {"stride", "2"}, {"kind", "avg"}}},
+      {"softmax", {{"M", "7"}, {"N", "45"}}},
+      {"layernorm", {{"M", "6"}, {"N", "70"}}},
+      {"reduce", {{"M", "5"}, {"N", "77"}}},
+      {"reduce", {{"M", "3"}, {"N", "129"}, {"kind", "l2"}}},
+      {"reduce", {{"M", "4"}, {"N", "50"}, {"kind", "max"}}},
+      {"gelu", {{"M", "5"}, {"N", "37"}}},
+      {"bias_add_relu", {{"M", "7"}, {"N", "19"}}},
+  };
+}
+
+std::string case_name(const Case& c) {
+  std::string s = c.op;
+  for (const auto& [k, v] : c.params) s += "_" + k + v;
+  return s;
+}
+
+// A random walk of legal steps from the initial or a seed state.
+State random_state(const AnchorInfo& anchor, const HwSpec& hw, std::mt19937_64& rng, int length) {
+  std::vector<State> seeds = seed_states(anchor, hw);
+  State s = seeds[rng() % seeds.size()];
+  for (int i = 0; i < length; ++i) {
+    std::vector<State> legal;
+    for (const Step& step : candidate_steps(*s, anchor, hw))
+      if (StepResult r = apply_step(*s, step, anchor, hw)) legal.push_back(r.state);
+    if (legal.empty()) break;
+    s = legal[rng() % legal.size()];
+  }
+  return s;
+}
+
+class RandomStates : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RandomStates, EveryStateMatchesTheReference) {
+  Operator op = make_operator(GetParam().op, GetParam().params);
+  HwSpec hw = detect_host_cpu();
+  AnchorInfo anchor = analyze_anchor(op);
+  std::mt19937_64 rng(std::hash<std::string>()(case_name(GetParam())));
+  auto inputs = random_inputs(op, 5);
+  int packed = 0, fused = 0, vector_reduce = 0, partial = 0;
+  for (int sample = 0; sample < 12; ++sample) {
+    State state = random_state(anchor, hw, rng, 8 + sample * 4);
+    for (int p : state->pack) packed += p >= 0;
+    fused += state->fuse;
+    vector_reduce += state->vec_axis >= anchor.num_spatial;
+    for (int a = 0; a < anchor.num_spatial; ++a) partial += anchor.plan_extent(a) % state->tile[state->reg_level()][a] != 0;
+    ASSERT_EQ(check_legal(*state, anchor, hw), "");
+    Kernel k = compile_schedule(op, schedule_with_state(op, hw, state), hw, 1 + sample % 2);
+    std::vector<Buffer> outputs;
+    for (const auto& s : output_shapes(op, inputs)) outputs.push_back(Buffer::allocate(s));
+    k.run(inputs, outputs);
+    CheckOptions co;
+    co.max_points = 1 << 16;
+    CheckResult r = check_against_reference(op, inputs, outputs, co);
+    EXPECT_TRUE(r.ok) << "state " << state->str() << "\nsteps:\n" << serialize_steps(state->history)
+                      << "max_rel_err " << r.max_rel_err;
+    // The step list replays to the same state.
+    State again = replay(anchor, hw, parse_steps(serialize_steps(state->history)));
+    EXPECT_TRUE(*again == *state) << state->str() << " vs " << again->str();
+  }
+  // The walks must reach the interesting features, not only trivial states.
+  if (!anchor.accesses.empty()) EXPECT_GT(packed, 0) << "no sampled state packs an input";
+  if (anchor.consumer.defined()) EXPECT_GT(fused, 0) << "no sampled state fuses the consumer";
+  bool odd_extent = false;
+  for (int a = 0; a < anchor.num_spatial; ++a) odd_extent |= anchor.plan_extent(a) % 2 == 1;
+  if (odd_extent) EXPECT_GT(partial, 0) << "no sampled state has a partial register tile";
+  if (GetParam().op == "reduce") EXPECT_GT(vector_reduce, 0) << "no sampled state vectorizes the reduction";
+}
+
+TEST_P(RandomStates, StrategyCandidatesMatchTheReference) {
+  Operator op = make_operator(GetParam().op, GetParam().params);
+  for (const char* strategy : {"construct", "roller"}) {
+    CompileOptions options;
+    options.strategy = strategy;
+    options.top_k = 3;
+    options.walk_steps = 150;
+    CheckResult r = test::compile_and_check(op, options);
+    EXPECT_TRUE(r.ok) << strategy << " max_rel_err " << r.max_rel_err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Jit, RandomStates, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return case_name(info.param); });
+
+TEST(StateDynamicShapes, TiledKernelServesEverySize) {
+  Var M("M"), N("N"), K("K");
+  Operator op = ops::dense(M, N, K, ops::Epilogue::Bias);
+  CompileOptions options;
+  options.strategy = "construct";
+  Kernel kernel = compile(op, options);
+  for (std::vector<int64_t> sizes : {std::vector<int64_t>{1, 1, 1}, {7, 19, 300}, {65, 33, 64}, {300, 17, 5}}) {
+    auto in = random_inputs(op, 2, sizes);
+    std::vector<Buffer> out;
+    for (const auto& s : output_shapes(op, in)) out.push_back(Buffer::allocate(s));
+    kernel.run(in, out);
+    EXPECT_TRUE(check_against_reference(op, in, out).ok) << sizes[0] << "," << sizes[1] << "," << sizes[2];
+  }
+}
+
+TEST(States, HashAndEqualityAreStructural) {
+  Operator op = make_operator("matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+  HwSpec hw = detect_host_cpu();
+  AnchorInfo anchor = analyze_anchor(op);
+  State s0 = initial_state(anchor, hw);
+  // Two paths to the same state: grow then shrink is the identity.
+  StepResult a = apply_step(*s0, {StepKind::TileGrow, s0->reg_level(), 0}, anchor, hw);
+  ASSERT_TRUE(a);
+  StepResult b = apply_step(*a.state, {StepKind::TileShrink, s0->reg_level(), 0}, anchor, hw);
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(*b.state == *s0);
+  EXPECT_EQ(b.state->hash(), s0->hash());
+  EXPECT_EQ(b.state->history.size(), 2u);
+  EXPECT_FALSE(*a.state == *s0);
+}
+
+TEST(States, IllegalStepsAreCheapFailuresNamingTheLimit) {
+  Operator op = make_operator("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}});
+  HwSpec hw = load_hwspec("haswell_avx2");
+  AnchorInfo anchor = analyze_anchor(op);
+  State s = initial_state(anchor, hw);
+  s = apply_step(*s, {StepKind::Vectorize, 1, 8}, anchor, hw).state;
+  ASSERT_TRUE(s);
+  StepResult r{s, ""};
+  std::string why;
+  for (int i = 0; i < 20 && r; ++i) {
+    StepResult next = apply_step(*r.state, {StepKind::TileGrow, s->reg_level(), 0}, anchor, hw);
+    if (!next) why = next.why;
+    r = next;
+  }
+  EXPECT_NE(why.find("vector registers, hwspec has 16"), std::string::npos) << why;
+  StepResult bad = apply_step(*s, {StepKind::Vectorize, 1, 32}, anchor, hw);
+  EXPECT_FALSE(bad);
+  EXPECT_NE(bad.why.find("power of two up to 8 lanes"), std::string::npos) << bad.why;
+  EXPECT_FALSE(apply_step(*s, {StepKind::TileGrow, 0, 2}, anchor, hw));  // reductions are not split across threads
+}
+
+TEST(States, GpuLegalityReadsTheGpuSpec) {
+  Operator op = make_operator("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}});
+  HwSpec hw = load_hwspec("v100");
+  AnchorInfo anchor = analyze_anchor(op);
+  State s = initial_state(anchor, hw);
+  EXPECT_EQ(s->levels(), 3);
+  // Growing the thread grid (vthread tile / thread tile) past 1024 threads is illegal.
+  StepResult r{s, ""};
+  std::string why;
+  for (int i = 0; i < 40 && r; ++i) {
+    StepResult next = apply_step(*r.state, {StepKind::TileShrink, 2, i % 2}, anchor, hw);
+    if (next) { r = next; continue; }
+    why = next.why;
+    break;
+  }
+  EXPECT_NE(why, "");
+}
+
+TEST(States, ParseRejectsCorruptRecords) {
+  EXPECT_USER_ERROR(parse_steps("tile_grow 1\n"), "line 1");
+  EXPECT_USER_ERROR(parse_steps("tile_grow 1 2\nwarp_speed 1 2\n"), "unknown step 'warp_speed'");
+  EXPECT_USER_ERROR(parse_steps("tile_grow one 2\n"), "is not '<step> <int> <int>'");
+  Operator op = make_operator("matmul", {{"M", "8"}, {"N", "8"}, {"K", "8"}});
+  EXPECT_USER_ERROR(replay(analyze_anchor(op), detect_host_cpu(), parse_steps("reorder 9 9\n")), "cannot replay step 'reorder 9 9'");
+}
+
+}  // namespace
+}  // namespace loom
