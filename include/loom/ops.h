@@ -11,6 +11,8 @@
 //   depthwise:     NHWC W[KH,KW,C]; NCHW W[C,KH,KW]
 //   conv2d_transpose (NHWC): X[N,H,W,CI], W[KH,KW,CI,CO] -> Y[N,OH,OW,CO],
 //                  OH = (H-1)*stride - 2*pad + KH
+//   conv2d epilogue bn_relu: Y = relu(conv * scale[CO] + shift[CO]) (batch
+//                  norm folded into a per-channel scale and shift)
 //   pool2d (NHWC): max, or avg counting padded elements (PyTorch default)
 //   softmax/layernorm/reduce: over the last axis of X[M,N]
 #pragma once
@@ -22,7 +24,7 @@
 
 namespace loom::ops {
 
-enum class Epilogue { None, Bias, BiasRelu, BiasGelu };
+enum class Epilogue { None, Bias, BiasRelu, BiasGelu, BnRelu };
 enum class Layout { NHWC, NCHW };
 enum class PoolKind { Max, Avg };
 enum class ReduceKind { Sum, Max, L2 };
@@ -35,6 +37,7 @@ struct Conv2dParams {
   int64_t N = 1, H = 1, W = 1, CI = 1, CO = 1, KH = 1, KW = 1;
   int64_t stride = 1, pad = 0, dilation = 1, groups = 1;
   Layout layout = Layout::NHWC;
+  Epilogue epilogue = Epilogue::None;  // None or BnRelu
 };
 Operator conv2d(const Conv2dParams& p);
 // CO is ignored: depthwise output channels equal C = CI.
@@ -49,5 +52,8 @@ Operator layernorm(Expr M, Expr N);
 Operator reduce(Expr M, Expr N, ReduceKind kind);
 Operator gelu(Expr M, Expr N);
 Operator bias_add_relu(Expr M, Expr N);
+Operator bias_add_gelu(Expr M, Expr N);
+// Y[n,h,w,c] = relu(X[n,h,w,c] * scale[c] + shift[c]), NHWC.
+Operator channel_affine_relu(Expr N, Expr H, Expr W, Expr C);
 
 }  // namespace loom::ops

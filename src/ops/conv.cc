@@ -48,6 +48,20 @@ Operator conv2d(const Conv2dParams& p) {
   auto rh = reduce_axis(p.KH, "rh"), rw = reduce_axis(p.KW, "rw"), rc = reduce_axis(cig, "rc");
   Expr flops = 2 * p.N * OH * OW * p.CO * cig * p.KH * p.KW;
 
+  LOOM_USER_CHECK(p.epilogue == Epilogue::None || p.epilogue == Epilogue::BnRelu,
+                  "conv2d: epilogue must be none or bn_relu");
+  const bool bn = p.epilogue == Epilogue::BnRelu;
+  // The optional folded batch-norm + relu, a consumer of the convolution.
+  auto finish = [&](te::Tensor X, te::Tensor Wt, te::Tensor conv, int channel_axis) {
+    if (!bn) return finish_operator("conv2d", {X, Wt}, {conv}, flops);
+    auto scale = placeholder({p.CO}, "scale");
+    auto shift = placeholder({p.CO}, "shift");
+    auto Y = compute(conv.shape(), [&](const std::vector<Var>& a) {
+      std::vector<Expr> idx(a.begin(), a.end());
+      return max(conv(idx) * scale(a[channel_axis]) + shift(a[channel_axis]), 0.0f);
+    }, "Y");
+    return finish_operator("conv2d", {X, Wt, scale, shift}, {Y}, flops + 3 * p.N * OH * OW * p.CO);
+  };
   if (p.layout == Layout::NHWC) {
     auto X = placeholder({p.N, p.H, p.W, p.CI}, "X");
     auto Wt = placeholder({p.KH, p.KW, cig, p.CO}, "W");
@@ -57,8 +71,8 @@ Operator conv2d(const Conv2dParams& p) {
       return te::sum(Xp(a[0], a[1] * p.stride + rh.var * p.dilation, a[2] * p.stride + rw.var * p.dilation, ci) *
                          Wt(rh.var, rw.var, rc.var, a[3]),
                      {rh, rw, rc});
-    }, "Y");
-    return finish_operator("conv2d", {X, Wt}, {Y}, flops);
+    }, bn ? "conv" : "Y");
+    return finish(X, Wt, Y, 3);
   }
   auto X = placeholder({p.N, p.CI, p.H, p.W}, "X");
   auto Wt = placeholder({p.CO, cig, p.KH, p.KW}, "W");
@@ -68,8 +82,8 @@ Operator conv2d(const Conv2dParams& p) {
     return te::sum(Xp(a[0], ci, a[2] * p.stride + rh.var * p.dilation, a[3] * p.stride + rw.var * p.dilation) *
                        Wt(a[1], rc.var, rh.var, rw.var),
                    {rc, rh, rw});
-  }, "Y");
-  return finish_operator("conv2d", {X, Wt}, {Y}, flops);
+  }, bn ? "conv" : "Y");
+  return finish(X, Wt, Y, 1);
 }
 
 Operator depthwise_conv2d(const Conv2dParams& p) {

@@ -57,6 +57,23 @@ Operator gelu(Expr M, Expr N) {
   return finish_operator("gelu", {X}, {Y}, 5 * M * N);
 }
 
+Operator bias_add_gelu(Expr M, Expr N) {
+  auto X = placeholder({M, N}, "X");
+  auto b = placeholder({N}, "bias");
+  auto Y = compute({M, N}, [&](const std::vector<Var>& ax) { return gelu_of(X(ax[0], ax[1]) + b(ax[1])); }, "Y");
+  return finish_operator("bias_add_gelu", {X, b}, {Y}, 6 * M * N);
+}
+
+Operator channel_affine_relu(Expr N, Expr H, Expr W, Expr C) {
+  auto X = placeholder({N, H, W, C}, "X");
+  auto scale = placeholder({C}, "scale");
+  auto shift = placeholder({C}, "shift");
+  auto Y = compute({N, H, W, C}, [&](const std::vector<Var>& a) {
+    return max(X(a[0], a[1], a[2], a[3]) * scale(a[3]) + shift(a[3]), 0.0f);
+  }, "Y");
+  return finish_operator("channel_affine_relu", {X, scale, shift}, {Y}, 3 * N * H * W * C);
+}
+
 Operator bias_add_relu(Expr M, Expr N) {
   auto X = placeholder({M, N}, "X");
   auto b = placeholder({N}, "bias");

@@ -69,6 +69,7 @@ ops::Conv2dParams conv_from(const Params& p, const std::string& channels_key) {
   if (p.count("dilation")) c.dilation = get_int(p, "dilation");
   if (p.count("groups")) c.groups = get_int(p, "groups");
   if (p.count("layout")) c.layout = get_layout(p);
+  if (p.count("epilogue") && p.at("epilogue") == "bn_relu") c.epilogue = ops::Epilogue::BnRelu;
   return c;
 }
 
@@ -95,6 +96,7 @@ const std::vector<Entry>& registry() {
                  }});
     auto conv = conv_params(true, true);
     conv.push_back(choice("layout", {"NHWC", "NCHW"}, "activation layout"));
+    conv.push_back(choice("epilogue", {"none", "bn_relu"}, "fused folded batch-norm (scale, shift) + relu"));
     e.push_back({{"conv2d", "2-D convolution (weights HWIO for NHWC, OIHW for NCHW)", conv},
                  [](const Params& p) { return ops::conv2d(conv_from(p, "CI")); }});
     auto dep = conv_params(false, false);
@@ -125,6 +127,13 @@ const std::vector<Entry>& registry() {
                  [](const Params& p) { return ops::gelu(get_int(p, "M"), get_int(p, "N")); }});
     e.push_back({{"bias_add_relu", "Y = relu(X[M,N] + bias[N])", MN},
                  [](const Params& p) { return ops::bias_add_relu(get_int(p, "M"), get_int(p, "N")); }});
+    e.push_back({{"bias_add_gelu", "Y = GELU(X[M,N] + bias[N])", MN},
+                 [](const Params& p) { return ops::bias_add_gelu(get_int(p, "M"), get_int(p, "N")); }});
+    e.push_back({{"channel_affine_relu", "Y = relu(X[N,H,W,C] * scale[C] + shift[C]), NHWC",
+                  {size("N", "batch"), size("H", "height"), size("W", "width"), size("C", "channels")}},
+                 [](const Params& p) {
+                   return ops::channel_affine_relu(get_int(p, "N"), get_int(p, "H"), get_int(p, "W"), get_int(p, "C"));
+                 }});
     return e;
   }();
   return entries;

@@ -87,6 +87,18 @@ TEST(Reference, Conv2dBothLayoutsGroupsDilation) {
   }
 }
 
+TEST(Reference, Conv2dBnReluAppliesScaleShiftRelu) {
+  ops::Conv2dParams p;
+  p.N = 1; p.H = 5; p.W = 4; p.CI = 3; p.CO = 4; p.KH = 3; p.KW = 3; p.pad = 1;
+  p.epilogue = ops::Epilogue::BnRelu;
+  Operator op = ops::conv2d(p);
+  ASSERT_EQ(op.inputs.size(), 4u);
+  auto in = random_inputs(op, 9);
+  std::vector<double> y = naive_conv(in[0], in[1], p);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = std::max(0.0, y[i] * at(in[2], {int64_t(i % 4)}) + at(in[3], {int64_t(i % 4)}));
+  expect_close(reference_output(op, in), y);
+}
+
 TEST(Reference, DepthwiseIsGroupedConvWithOneChannelPerGroup) {
   ops::Conv2dParams p;
   p.N = 1; p.H = 6; p.W = 5; p.CI = 3; p.CO = 3; p.KH = 3; p.KW = 3; p.stride = 2; p.pad = 1;
@@ -169,7 +181,7 @@ TEST(Operators, ListingCoversEveryName) {
   for (const auto& info : list_operators()) names.push_back(info.name);
   EXPECT_EQ(names, (std::vector<std::string>{"matmul", "batch_matmul", "dense", "conv2d", "depthwise_conv2d",
                                              "conv2d_transpose", "pool2d", "softmax", "layernorm", "reduce", "gelu",
-                                             "bias_add_relu"}));
+                                             "bias_add_relu", "bias_add_gelu", "channel_affine_relu"}));
 }
 
 TEST(Operators, DefaultsAreFilled) {
