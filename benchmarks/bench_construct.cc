@@ -1,0 +1,308 @@
+// loom's construction strategies beside oneDNN (and OpenBLAS for GEMM).
+//
+//   loom_bench [--suite=gmm,c2d,dep,nrm,resnet,bert,fused|all] [--threads=1,all]
+//              [--csv=FILE] [--json=FILE] [--budget-ms=N]
+//
+// For each thread configuration (1 = pinned to CPU 0; all = every core) and
+// each workload it compiles the operator with construct top-1, construct
+// top-10, roller top-1 and roller top-10, checks every kernel against the
+// reference executor, then times all methods round-robin in the same
+// process (so drift and noise hit them alike) and reports medians. Fused
+// rows compare one fused kernel with the same operators run one by one.
+#include <sched.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "loom/loom.h"
+#include "onednn_baselines.h"
+
+namespace {
+
+using Params = std::map<std::string, std::string>;
+
+struct Part {
+  std::string op;
+  Params params;
+};
+
+struct Workload {
+  std::string suite, name;
+  Part op;
+  std::function<std::vector<bench::Baseline>()> baselines;
+  std::vector<Part> unfused;  // non-empty: a fused row
+};
+
+Params P(std::initializer_list<std::pair<const std::string, std::string>> kv) { return Params(kv); }
+std::string S(int64_t v) { return std::to_string(v); }
+
+Workload conv_workload(const std::string& suite, int64_t N, int64_t H, int64_t W, int64_t CI, int64_t CO, int64_t k,
+                       int64_t stride, int64_t pad) {
+  loom::ops::Conv2dParams p;
+  p.N = N; p.H = H; p.W = W; p.CI = CI; p.CO = CO; p.KH = p.KW = k; p.stride = stride; p.pad = pad;
+  std::string name = "conv " + S(H) + "x" + S(W) + " " + S(CI) + "->" + S(CO) + " k" + S(k) + "/" + S(stride);
+  return {suite, name,
+          {"conv2d", P({{"N", S(N)}, {"H", S(H)}, {"W", S(W)}, {"CI", S(CI)}, {"CO", S(CO)}, {"KH", S(k)},
+                        {"KW", S(k)}, {"stride", S(stride)}, {"pad", S(pad)}})},
+          [p] { return std::vector<bench::Baseline>{bench::onednn_conv(p, false)}; },
+          {}};
+}
+
+std::vector<Workload> workloads() {
+  std::vector<Workload> w;
+  for (auto [M, N, K] : std::vector<std::tuple<int, int, int>>{{128, 128, 128}, {512, 32, 512}, {512, 512, 512}, {1024, 1024, 1024}})
+    w.push_back({"gmm", "matmul " + S(M) + "x" + S(N) + "x" + S(K), {"matmul", P({{"M", S(M)}, {"N", S(N)}, {"K", S(K)}})},
+                 [=] { return std::vector<bench::Baseline>{bench::onednn_gemm(M, N, K, false), bench::openblas_gemm(M, N, K, false)}; },
+                 {}});
+  w.push_back(conv_workload("c2d", 1, 224, 224, 3, 64, 7, 2, 3));
+  w.push_back(conv_workload("c2d", 1, 56, 56, 64, 64, 1, 1, 0));
+  w.push_back(conv_workload("c2d", 1, 14, 14, 256, 256, 3, 1, 1));
+  w.push_back(conv_workload("c2d", 1, 7, 7, 512, 512, 3, 1, 1));
+  for (auto [H, C, s] : std::vector<std::tuple<int, int, int>>{{112, 32, 1}, {112, 64, 2}, {14, 512, 2}, {7, 1024, 1}}) {
+    loom::ops::Conv2dParams p;
+    p.N = 1; p.H = p.W = H; p.CI = p.CO = p.groups = C; p.KH = p.KW = 3; p.stride = s; p.pad = 1;
+    w.push_back({"dep", "depthwise " + S(H) + "x" + S(H) + " c" + S(C) + "/" + S(s),
+                 {"depthwise_conv2d", P({{"N", "1"}, {"H", S(H)}, {"W", S(H)}, {"C", S(C)}, {"KH", "3"}, {"KW", "3"},
+                                         {"stride", S(s)}, {"pad", "1"}})},
+                 [p] { return std::vector<bench::Baseline>{bench::onednn_conv(p, false)}; }, {}});
+  }
+  // NRM (B, M, N): sqrt of the sum of squares of each batch's M x N matrix,
+  // i.e. an l2 reduction over M*N contiguous elements.
+  for (auto [M, N] : std::vector<std::pair<int, int>>{{256, 256}, {512, 512}, {1024, 1024}, {4096, 1024}})
+    w.push_back({"nrm", "l2 norm " + S(M) + "x" + S(N), {"reduce", P({{"M", "1"}, {"N", S(int64_t(M) * N)}, {"kind", "l2"}})},
+                 [=] { return std::vector<bench::Baseline>{bench::onednn_l2_norm(1, int64_t(M) * N)}; }, {}});
+  w.push_back(conv_workload("resnet", 1, 224, 224, 3, 64, 7, 2, 3));
+  for (auto [H, CI, CO, k] : std::vector<std::tuple<int, int, int, int>>{
+           {56, 64, 64, 1}, {56, 64, 64, 3}, {56, 64, 256, 1}, {56, 256, 64, 1}, {28, 128, 128, 3}, {28, 128, 512, 1},
+           {28, 512, 128, 1}, {14, 256, 256, 3}, {14, 256, 1024, 1}, {14, 1024, 256, 1}, {7, 512, 512, 3},
+           {7, 512, 2048, 1}, {7, 2048, 512, 1}})
+    w.push_back(conv_workload("resnet", 1, H, H, CI, CO, k, 1, k / 2));
+  for (int T : {5, 43, 128})
+    for (auto [K, N] : std::vector<std::pair<int, int>>{{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}}) {
+      int M = 16 * T;
+      w.push_back({"bert", "dense T=" + S(T) + " " + S(M) + "x" + S(N) + "x" + S(K),
+                   {"dense", P({{"M", S(M)}, {"N", S(N)}, {"K", S(K)}})},
+                   [=] { return std::vector<bench::Baseline>{bench::onednn_gemm(M, N, K, true)}; }, {}});
+    }
+  for (int T : {43, 128}) {
+    int M = 16 * T;
+    w.push_back({"fused", "dense+bias+gelu " + S(M) + "x3072x768",
+                 {"dense", P({{"M", S(M)}, {"N", "3072"}, {"K", "768"}, {"epilogue", "bias_gelu"}})}, nullptr,
+                 {{"dense", P({{"M", S(M)}, {"N", "3072"}, {"K", "768"}})}, {"bias_add_gelu", P({{"M", S(M)}, {"N", "3072"}})}}});
+  }
+  for (auto [H, CI, CO, k, s, pad] : std::vector<std::tuple<int, int, int, int, int, int>>{
+           {224, 3, 64, 7, 2, 3}, {56, 64, 128, 3, 2, 1}, {28, 128, 256, 1, 2, 0}, {7, 512, 512, 3, 1, 1}}) {
+    int OH = (H + 2 * pad - k) / s + 1;
+    Params conv = P({{"N", "1"}, {"H", S(H)}, {"W", S(H)}, {"CI", S(CI)}, {"CO", S(CO)}, {"KH", S(k)}, {"KW", S(k)},
+                     {"stride", S(s)}, {"pad", S(pad)}});
+    Params fused = conv;
+    fused["epilogue"] = "bn_relu";
+    loom::ops::Conv2dParams p;
+    p.N = 1; p.H = p.W = H; p.CI = CI; p.CO = CO; p.KH = p.KW = k; p.stride = s; p.pad = pad;
+    w.push_back({"fused", "conv+bn+relu " + S(H) + " " + S(CI) + "->" + S(CO) + " k" + S(k) + "/" + S(s),
+                 {"conv2d", fused}, [p] { return std::vector<bench::Baseline>{bench::onednn_conv(p, true)}; },
+                 {{"conv2d", conv}, {"channel_affine_relu", P({{"N", "1"}, {"H", S(OH)}, {"W", S(OH)}, {"C", S(CO)}})}}});
+  }
+  return w;
+}
+
+// A compiled loom kernel with its buffers, or a chain of them (unfused).
+struct LoomRun {
+  std::vector<loom::Kernel> kernels;
+  std::vector<std::vector<loom::Buffer>> inputs, outputs;
+  double construct_ms = 0, codegen_ms = 0, measure_ms = 0;
+  bool ok = true;
+  double max_err = 0;
+  void run() const {
+    for (size_t i = 0; i < kernels.size(); ++i) kernels[i].run(inputs[i], outputs[i]);
+  }
+};
+
+LoomRun compile_parts(const std::vector<Part>& parts, const std::string& strategy, int top_k, int threads) {
+  LoomRun r;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    loom::Operator op = loom::make_operator(parts[i].op, parts[i].params);
+    loom::CompileOptions o;
+    o.strategy = strategy;
+    o.top_k = top_k;
+    o.threads = threads;
+    loom::Kernel k = loom::compile(op, o);
+    auto in = loom::random_inputs(op, 11 + i);
+    if (i > 0) in[0] = r.outputs.back()[0];  // the chain feeds its previous result
+    std::vector<loom::Buffer> out;
+    for (const auto& s : loom::output_shapes(op, in)) out.push_back(loom::Buffer::allocate(s));
+    k.run(in, out);
+    loom::CheckResult c = loom::check_against_reference(op, in, out, {512, 1e-3, 1});
+    r.ok &= c.ok;
+    r.max_err = std::max(r.max_err, c.max_rel_err);
+    r.construct_ms += k.report().construct_ms;
+    r.codegen_ms += k.report().codegen_ms;
+    r.measure_ms += k.report().measure_ms;
+    r.kernels.push_back(k);
+    r.inputs.push_back(in);
+    r.outputs.push_back(out);
+  }
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Round-robin medians (ms per call) of several callables.
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, double budget_ms) {
+  std::vector<int> reps(fns.size(), 1);
+  for (size_t i = 0; i < fns.size(); ++i) {  // warm up and calibrate to >= 1 ms per sample
+    fns[i]();
+    double t0 = now_ms();
+    fns[i]();
+    double dt = std::max(now_ms() - t0, 1e-4);
+    reps[i] = std::max(1, int(1.0 / dt));
+  }
+  std::vector<std::vector<double>> samples(fns.size());
+  double start = now_ms();
+  for (int round = 0; round < 300 && (round < 7 || now_ms() - start < budget_ms); ++round)
+    for (size_t i = 0; i < fns.size(); ++i) {
+      double t0 = now_ms();
+      for (int r = 0; r < reps[i]; ++r) fns[i]();
+      samples[i].push_back((now_ms() - t0) / reps[i]);
+    }
+  std::vector<double> med;
+  for (auto& s : samples) med.push_back(median(s));
+  return med;
+}
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return NAN;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
+void pin_to(int threads) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int n = threads == 1 ? 1 : int(std::thread::hardware_concurrency());
+  for (int c = 0; c < n; ++c) CPU_SET(c, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string suites = "all", threads_arg = "1,all", csv_path = "bench_construct.csv", json_path = "bench_construct.json";
+  double budget_ms = 400;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&](const char* f) { return a.rfind(f, 0) == 0 ? a.substr(std::string(f).size()) : std::string(); };
+    if (!val("--suite=").empty()) suites = val("--suite=");
+    else if (!val("--threads=").empty()) threads_arg = val("--threads=");
+    else if (!val("--csv=").empty()) csv_path = val("--csv=");
+    else if (!val("--json=").empty()) json_path = val("--json=");
+    else if (!val("--budget-ms=").empty()) budget_ms = std::stod(val("--budget-ms="));
+    else {
+      std::fprintf(stderr, "usage: loom_bench [--suite=gmm,c2d,dep,nrm,resnet,bert,fused|all] [--threads=1,all] "
+                           "[--csv=FILE] [--json=FILE] [--budget-ms=N]\n");
+      return 2;
+    }
+  }
+  std::vector<int> thread_configs;
+  std::stringstream ts(threads_arg);
+  for (std::string t; std::getline(ts, t, ',');)
+    thread_configs.push_back(t == "all" ? int(std::thread::hardware_concurrency()) : std::stoi(t));
+
+  nlohmann::json rows = nlohmann::json::array();
+  std::ofstream csv(csv_path);
+  csv << "threads,suite,workload,gflop,construct1_gflops,construct10_gflops,roller1_gflops,roller10_gflops,"
+         "onednn_gflops,openblas_gflops,construct1_construct_ms,construct10_construct_ms,codegen_ms,"
+         "construct10_measure_ms,c10_vs_onednn,c1_vs_onednn,c_vs_roller_top1,c_vs_roller_top10,c1_vs_c10,ok\n";
+
+  for (int threads : thread_configs) {
+    pin_to(threads);
+    omp_set_num_threads(threads);
+    bench::set_library_threads(threads);
+    std::printf("\n=== %d thread(s)%s ===\n", threads, threads == 1 ? ", pinned to CPU 0" : "");
+    std::printf("%-7s %-31s %8s %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %7s %s\n", "suite", "workload", "c-top1",
+                "c-top10", "r-top1", "r-top10", "oneDNN", "c10/dn", "c1/dn", "c/r@1", "c/r@10", "cons", "codegen",
+                "check");
+    std::map<std::string, std::vector<double>> ratio_dn, ratio_roller1, ratio_roller10, ratio_top, ratio_fused, cons_ms;
+    for (const Workload& w : workloads()) {
+      if (suites != "all" && suites.find(w.suite) == std::string::npos) continue;
+      loom::Operator op = loom::make_operator(w.op.op, w.op.params);
+      const double gflop = double(*op.flops.as_const_int()) / 1e9;
+      std::vector<LoomRun> runs;
+      std::vector<std::string> labels;
+      if (w.unfused.empty()) {
+        runs.push_back(compile_parts({w.op}, "construct", 1, threads));
+        runs.push_back(compile_parts({w.op}, "construct", 10, threads));
+        runs.push_back(compile_parts({w.op}, "roller", 1, threads));
+        runs.push_back(compile_parts({w.op}, "roller", 10, threads));
+      } else {
+        runs.push_back(compile_parts({w.op}, "construct", 10, threads));    // fused
+        runs.push_back(compile_parts(w.unfused, "construct", 10, threads));  // one by one
+      }
+      std::vector<bench::Baseline> base = w.baselines ? w.baselines() : std::vector<bench::Baseline>{};
+      std::vector<std::function<void()>> fns;
+      for (const auto& r : runs) fns.push_back([&r] { r.run(); });
+      for (const auto& b : base) fns.push_back(b.run);
+      std::vector<double> ms = time_interleaved(fns, budget_ms);
+      auto gf = [&](size_t i) { return i < ms.size() ? gflop / (ms[i] / 1e3) : NAN; };
+      bool ok = true;
+      for (const auto& r : runs) ok &= r.ok;
+      nlohmann::json row = {{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"gflop", gflop}, {"ok", ok}};
+      if (w.unfused.empty()) {
+        double c1 = gf(0), c10 = gf(1), r1 = gf(2), r10 = gf(3), dn = gf(4), blas = base.size() > 1 ? gf(5) : NAN;
+        ratio_dn[w.suite].push_back(c10 / dn);
+        ratio_roller1[w.suite].push_back(c1 / r1);
+        ratio_roller10[w.suite].push_back(c10 / r10);
+        ratio_top[w.suite].push_back(c1 / c10);
+        cons_ms[w.suite].push_back(runs[1].construct_ms);
+        std::printf("%-7s %-31s %8.1f %8.1f %8.1f %8.1f %8.1f | %6.2f %6.2f %6.2f %6.2f | %4.0fms %5.0fms %s\n",
+                    w.suite.c_str(), w.name.c_str(), c1, c10, r1, r10, dn, c10 / dn, c1 / dn, c1 / r1, c10 / r10,
+                    runs[1].construct_ms, runs[0].codegen_ms, ok ? "ok" : "WRONG");
+        row.update({{"construct1_gflops", c1}, {"construct10_gflops", c10}, {"roller1_gflops", r1},
+                    {"roller10_gflops", r10}, {"onednn_gflops", dn}, {"openblas_gflops", blas},
+                    {"construct1_construct_ms", runs[0].construct_ms}, {"construct10_construct_ms", runs[1].construct_ms},
+                    {"codegen_ms", runs[0].codegen_ms}, {"construct10_measure_ms", runs[1].measure_ms}});
+        csv << threads << "," << w.suite << ",\"" << w.name << "\"," << gflop << "," << c1 << "," << c10 << "," << r1
+            << "," << r10 << "," << dn << "," << blas << "," << runs[0].construct_ms << "," << runs[1].construct_ms << ","
+            << runs[0].codegen_ms << "," << runs[1].measure_ms << "," << c10 / dn << "," << c1 / dn << "," << c1 / r1
+            << "," << c10 / r10 << "," << c1 / c10 << "," << ok << "\n";
+      } else {
+        double fused = gf(0), unfused = gf(1), dn = base.empty() ? NAN : gf(2);
+        ratio_fused[w.suite].push_back(fused / unfused);
+        std::printf("%-7s %-31s fused %7.1f  unfused %7.1f  oneDNN %7.1f | fused/unfused %5.2f  fused/oneDNN %5.2f %s\n",
+                    w.suite.c_str(), w.name.c_str(), fused, unfused, dn, fused / unfused, fused / dn, ok ? "ok" : "WRONG");
+        row.update({{"fused_gflops", fused}, {"unfused_gflops", unfused}, {"onednn_gflops", dn},
+                    {"fused_vs_unfused", fused / unfused}});
+        csv << threads << "," << w.suite << ",\"" << w.name << "\"," << gflop << "," << fused << ",,," << unfused << ","
+            << dn << ",,,,,,,,,,," << ok << "\n";
+      }
+      rows.push_back(row);
+      std::fflush(stdout);
+    }
+    std::printf("\nsummary (%d thread(s)), geometric means:\n", threads);
+    for (auto& [suite, v] : ratio_dn)
+      std::printf("  %-7s construct top-10 / oneDNN %.2f   construct / roller: top-1 %.2f, top-10 %.2f   "
+                  "top-1 / top-10 %.2f   construct (top-10) mean %.1f ms\n",
+                  suite.c_str(), geomean(v), geomean(ratio_roller1[suite]), geomean(ratio_roller10[suite]),
+                  geomean(ratio_top[suite]), [&] { double s = 0; for (double x : cons_ms[suite]) s += x; return s / cons_ms[suite].size(); }());
+    for (auto& [suite, v] : ratio_fused) std::printf("  %-7s fused / unfused %.2f\n", suite.c_str(), geomean(v));
+  }
+  std::ofstream(json_path) << rows.dump(2) << "\n";
+  std::printf("\nwrote %s and %s\n", csv_path.c_str(), json_path.c_str());
+  return 0;
+}

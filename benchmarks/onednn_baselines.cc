@@ -1,0 +1,137 @@
+#include "onednn_baselines.h"
+
+#include <cblas.h>
+
+#include <cstdlib>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <vector>
+
+namespace bench {
+
+namespace {
+
+std::vector<float> random_vector(size_t n) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+}  // namespace
+
+void set_library_threads(int threads) {
+  setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  openblas_set_num_threads(threads);
+}
+
+Baseline onednn_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b) {
+  struct S {
+    std::vector<float> a, b, c;
+  };
+  auto s = std::make_shared<S>(S{random_vector(M * K), random_vector(K * N), std::vector<float>(M * N)});
+  return {"oneDNN",
+          [s, M, N, K, transpose_b] {
+            dnnl_sgemm('N', transpose_b ? 'T' : 'N', M, N, K, 1.f, s->a.data(), K, s->b.data(), transpose_b ? K : N,
+                       0.f, s->c.data(), N);
+          },
+          s};
+}
+
+Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b) {
+  struct S {
+    std::vector<float> a, b, c;
+  };
+  auto s = std::make_shared<S>(S{random_vector(M * K), random_vector(K * N), std::vector<float>(M * N)});
+  return {"OpenBLAS",
+          [s, M, N, K, transpose_b] {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, M, N, K, 1.f,
+                        s->a.data(), K, s->b.data(), transpose_b ? K : N, 0.f, s->c.data(), N);
+          },
+          s};
+}
+
+Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  const int64_t OH = (p.H + 2 * p.pad - p.dilation * (p.KH - 1) - 1) / p.stride + 1;
+  const int64_t OW = (p.W + 2 * p.pad - p.dilation * (p.KW - 1) - 1) / p.stride + 1;
+  const bool grouped = p.groups > 1;
+  memory::dims src_dims{p.N, p.CI, p.H, p.W}, dst_dims{p.N, p.CO, OH, OW};
+  memory::dims wei_dims = grouped ? memory::dims{p.groups, p.CO / p.groups, p.CI / p.groups, p.KH, p.KW}
+                                  : memory::dims{p.CO, p.CI, p.KH, p.KW};
+  memory::desc src_md(src_dims, dt::f32, tag::nhwc), dst_md(dst_dims, dt::f32, tag::nhwc);
+  memory::desc wei_any(wei_dims, dt::f32, tag::any);
+  convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, src_md, wei_any,
+                                 dst_md, {p.stride, p.stride}, {p.dilation - 1, p.dilation - 1}, {p.pad, p.pad},
+                                 {p.pad, p.pad});
+  primitive_attr attr;
+  if (bn_relu) {  // scale/shift folded as the library does: an eltwise linear, then relu
+    post_ops ops;
+    ops.append_eltwise(1.f, algorithm::eltwise_linear, 1.1f, 0.1f);
+    ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(ops);
+  }
+  convolution_forward::primitive_desc pd(desc, attr, engine());
+  struct S {
+    std::vector<float> src, wei_plain, wei, dst;
+    memory src_m, wei_m, dst_m;
+    convolution_forward prim;
+    stream strm;
+  };
+  auto s = std::make_shared<S>();
+  s->src = random_vector(p.N * p.CI * p.H * p.W);
+  s->wei_plain = random_vector(p.CO * (p.CI / p.groups) * p.KH * p.KW);
+  s->wei.resize(pd.weights_desc().get_size() / sizeof(float) + 16);
+  s->dst.resize(p.N * p.CO * OH * OW);
+  s->src_m = memory(src_md, engine(), s->src.data());
+  s->dst_m = memory(dst_md, engine(), s->dst.data());
+  s->wei_m = memory(pd.weights_desc(), engine(), s->wei.data());
+  s->strm = stream(engine());
+  memory plain(memory::desc(wei_dims, dt::f32, grouped ? tag::goihw : tag::oihw), engine(), s->wei_plain.data());
+  reorder(plain, s->wei_m).execute(s->strm, plain, s->wei_m);  // once, outside timing
+  s->strm.wait();
+  s->prim = convolution_forward(pd);
+  return {"oneDNN",
+          [s] {
+            s->prim.execute(s->strm, {{DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_WEIGHTS, s->wei_m}, {DNNL_ARG_DST, s->dst_m}});
+            s->strm.wait();
+          },
+          s};
+}
+
+Baseline onednn_l2_norm(int64_t M, int64_t N) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  memory::desc src_md({M, N}, memory::data_type::f32, tag::ab), dst_md({M, 1}, memory::data_type::f32, tag::ab);
+  reduction::desc desc(algorithm::reduction_norm_lp_sum, src_md, dst_md, 2.f, 0.f);
+  reduction::primitive_desc pd(desc, engine());
+  struct S {
+    std::vector<float> src, dst;
+    memory src_m, dst_m;
+    reduction prim;
+    stream strm;
+  };
+  auto s = std::make_shared<S>();
+  s->src = random_vector(M * N);
+  s->dst.resize(M);
+  s->src_m = memory(src_md, engine(), s->src.data());
+  s->dst_m = memory(dst_md, engine(), s->dst.data());
+  s->strm = stream(engine());
+  s->prim = reduction(pd);
+  return {"oneDNN",
+          [s] {
+            s->prim.execute(s->strm, {{DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_DST, s->dst_m}});
+            s->strm.wait();
+          },
+          s};
+}
+
+}  // namespace bench

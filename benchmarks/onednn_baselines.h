@@ -1,0 +1,29 @@
+// Vendor-library baselines for the benchmarks: the same computation as a
+// loom operator, run by oneDNN (or OpenBLAS) on its own buffers.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "loom/ops.h"
+
+namespace bench {
+
+struct Baseline {
+  std::string name;             // "oneDNN", "OpenBLAS"
+  std::function<void()> run;    // one execution
+  std::shared_ptr<void> state;  // keeps buffers and primitives alive
+};
+
+// Thread count for both libraries; call before any other function here.
+void set_library_threads(int threads);
+
+Baseline onednn_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
+Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
+// NHWC activations; groups == CI == CO for depthwise.
+Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu);
+// sqrt(sum of squares) over the last axis of [M, N].
+Baseline onednn_l2_norm(int64_t M, int64_t N);
+
+}  // namespace bench
