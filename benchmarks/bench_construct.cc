@@ -78,7 +78,11 @@ std::vector<Workload> workloads() {
   // i.e. an l2 reduction over M*N contiguous elements.
   for (auto [M, N] : std::vector<std::pair<int, int>>{{256, 256}, {512, 512}, {1024, 1024}, {4096, 1024}})
     w.push_back({"nrm", "l2 norm " + S(M) + "x" + S(N), {"reduce", P({{"M", "1"}, {"N", S(int64_t(M) * N)}, {"kind", "l2"}})},
-                 [=] { return std::vector<bench::Baseline>{bench::onednn_l2_norm(1, int64_t(M) * N)}; }, {}});
+                 [=] {
+                   return std::vector<bench::Baseline>{bench::onednn_l2_norm(1, int64_t(M) * N),
+                                                       bench::openblas_l2_norm(1, int64_t(M) * N)};
+                 },
+                 {}});
   w.push_back(conv_workload("resnet", 1, 224, 224, 3, 64, 7, 2, 3));
   for (auto [H, CI, CO, k] : std::vector<std::tuple<int, int, int, int>>{
            {56, 64, 64, 1}, {56, 64, 64, 3}, {56, 64, 256, 1}, {56, 256, 64, 1}, {28, 128, 128, 3}, {28, 128, 512, 1},
@@ -235,9 +239,9 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);
     bench::set_library_threads(threads);
     std::printf("\n=== %d thread(s)%s ===\n", threads, threads == 1 ? ", pinned to CPU 0" : "");
-    std::printf("%-7s %-31s %8s %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %7s %s\n", "suite", "workload", "c-top1",
-                "c-top10", "r-top1", "r-top10", "oneDNN", "c10/dn", "c1/dn", "c/r@1", "c/r@10", "cons", "codegen",
-                "check");
+    std::printf("%-7s %-31s %8s %8s %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %7s %s\n", "suite", "workload", "c-top1",
+                "c-top10", "r-top1", "r-top10", "oneDNN", "OpenBLAS", "c10/dn", "c1/dn", "c/r@1", "c/r@10", "cons",
+                "codegen", "check");
     std::map<std::string, std::vector<double>> ratio_dn, ratio_roller1, ratio_roller10, ratio_top, ratio_fused, cons_ms;
     for (const Workload& w : workloads()) {
       if (suites != "all" && suites.find(w.suite) == std::string::npos) continue;
@@ -270,8 +274,8 @@ int main(int argc, char** argv) {
         ratio_roller10[w.suite].push_back(c10 / r10);
         ratio_top[w.suite].push_back(c1 / c10);
         cons_ms[w.suite].push_back(runs[1].construct_ms);
-        std::printf("%-7s %-31s %8.1f %8.1f %8.1f %8.1f %8.1f | %6.2f %6.2f %6.2f %6.2f | %4.0fms %5.0fms %s\n",
-                    w.suite.c_str(), w.name.c_str(), c1, c10, r1, r10, dn, c10 / dn, c1 / dn, c1 / r1, c10 / r10,
+        std::printf("%-7s %-31s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f | %6.2f %6.2f %6.2f %6.2f | %4.0fms %5.0fms %s\n",
+                    w.suite.c_str(), w.name.c_str(), c1, c10, r1, r10, dn, blas, c10 / dn, c1 / dn, c1 / r1, c10 / r10,
                     runs[1].construct_ms, runs[0].codegen_ms, ok ? "ok" : "WRONG");
         row.update({{"construct1_gflops", c1}, {"construct10_gflops", c10}, {"roller1_gflops", r1},
                     {"roller10_gflops", r10}, {"onednn_gflops", dn}, {"openblas_gflops", blas},

@@ -134,4 +134,16 @@ Baseline onednn_l2_norm(int64_t M, int64_t N) {
           s};
 }
 
+Baseline openblas_l2_norm(int64_t M, int64_t N) {
+  struct S {
+    std::vector<float> src, dst;
+  };
+  auto s = std::make_shared<S>(S{random_vector(M * N), std::vector<float>(M)});
+  return {"OpenBLAS",
+          [s, M, N] {
+            for (int64_t i = 0; i < M; ++i) s->dst[i] = cblas_snrm2(N, s->src.data() + i * N, 1);
+          },
+          s};
+}
+
 }  // namespace bench

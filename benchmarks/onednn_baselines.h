@@ -25,5 +25,7 @@ Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
 Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu);
 // sqrt(sum of squares) over the last axis of [M, N].
 Baseline onednn_l2_norm(int64_t M, int64_t N);
+// The same with OpenBLAS's snrm2, row by row.
+Baseline openblas_l2_norm(int64_t M, int64_t N);
 
 }  // namespace bench

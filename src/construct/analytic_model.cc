@@ -181,6 +181,10 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   double spatial_points = 1;
   for (int a = 0; a < an.num_spatial; ++a) spatial_points *= double(full[a]);
   est.penalty_s += spatial_points / spatial_reg * reduce_blocks * 30.0 / freq;
+  // A vectorized reduction axis ends every block with a horizontal sum of
+  // its lanes per output element (log2(W) shuffle+add pairs).
+  if (s.vec_axis >= an.num_spatial)
+    est.penalty_s += spatial_points * reduce_blocks * 2.0 * std::log2(double(s.vec_width) + 1) / freq;
 
   // --- parallelism ---
   const int used = std::max(1, std::min<int>(threads, int(outer_trips)));

@@ -67,7 +67,7 @@ Operator conv2d(const Conv2dParams& p) {
     auto Wt = placeholder({p.KH, p.KW, cig, p.CO}, "W");
     auto Xp = pad_spatial(X, 1, p.pad, 0.0f);
     auto Y = compute({p.N, OH, OW, p.CO}, [&](const std::vector<Var>& a) {
-      Expr ci = (a[3] / cog) * cig + rc.var;
+      Expr ci = p.groups == 1 ? Expr(rc.var) : (a[3] / cog) * cig + rc.var;
       return te::sum(Xp(a[0], a[1] * p.stride + rh.var * p.dilation, a[2] * p.stride + rw.var * p.dilation, ci) *
                          Wt(rh.var, rw.var, rc.var, a[3]),
                      {rh, rw, rc});
@@ -78,7 +78,7 @@ Operator conv2d(const Conv2dParams& p) {
   auto Wt = placeholder({p.CO, cig, p.KH, p.KW}, "W");
   auto Xp = pad_spatial(X, 2, p.pad, 0.0f);
   auto Y = compute({p.N, p.CO, OH, OW}, [&](const std::vector<Var>& a) {
-    Expr ci = (a[1] / cog) * cig + rc.var;
+    Expr ci = p.groups == 1 ? Expr(rc.var) : (a[1] / cog) * cig + rc.var;
     return te::sum(Xp(a[0], ci, a[2] * p.stride + rh.var * p.dilation, a[3] * p.stride + rw.var * p.dilation) *
                        Wt(a[1], rc.var, rh.var, rw.var),
                    {rc, rh, rw});

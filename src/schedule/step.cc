@@ -49,12 +49,20 @@ std::string tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, 
     s.tile[0][axis] = next;
     return "";
   }
-  for (int64_t size = grow ? cur + 1 : cur - 1; grow ? size <= limit : size >= 1; size += grow ? 1 : -1)
-    if (allowed_size(s, anchor, level, axis, size)) {
-      s.tile[level][axis] = size;
-      return "";
+  // Allowed sizes are child * d for the divisors d of parent / child.
+  const int64_t child = child_tile(s, level, axis);
+  if (limit % child) return "the parent tile is not a multiple of the inner tile";
+  const int64_t q = limit / child;
+  int64_t best = 0;
+  for (int64_t d = 1; d * d <= q; ++d) {
+    if (q % d) continue;
+    for (int64_t size : {child * d, child * (q / d)}) {
+      if (grow ? size > cur && (!best || size < best) : size < cur && size > best) best = size;
     }
-  return grow ? "no larger tile divides the parent tile" : "no smaller tile is a multiple of the inner tile";
+  }
+  if (!best) return grow ? "no larger tile divides the parent tile" : "no smaller tile is a multiple of the inner tile";
+  s.tile[level][axis] = best;
+  return "";
 }
 
 std::string grow(StateData& s, const Step& st, const AnchorInfo& an, const HwSpec&) { return tile_change(s, st, an, true); }
