@@ -1,6 +1,5 @@
 #include "construct/analytic_model.h"
 
-#include "ir/analysis.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +12,7 @@ namespace {
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
 // Footprint in elements of an access's data tile for tile sizes `t`.
-double data_tile(const Access& x, const std::vector<int64_t>& t) {
+double data_tile(const Access& x, const int64_t* t) {
   double elems = 1;
   for (const auto& row : x.dim_coeff) {
     double extent = 1;
@@ -36,12 +35,7 @@ double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
 }
 
 double cache_bytes(const StateData& s, const HwSpec& hw, int level) {
-  std::vector<int64_t> priv;
-  for (const CacheLevel& c : hw.cpu.caches)
-    if (c.shared_by_cores <= 1) priv.push_back(c.size_bytes);
-  if (priv.empty()) return 1 << 20;
-  int idx = std::min<int>(int(priv.size()) - 1, std::max(0, s.reg_level() - 1 - level));
-  return double(priv[idx]);
+  return double(private_cache_bytes(hw.cpu, s.reg_level() - 1 - level));
 }
 
 // Trip count of level-l loops over axis a inside the parent tile.
@@ -90,12 +84,12 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   est.ilp = an.is_reduction ? std::min(1.0, acc / double(cpu.fma_latency * cpu.fma_units)) : 1.0;
   double loads = 0;
   bool gather = false;
+  std::vector<int64_t> t = s.tile.row(reg);  // the register block of one reduction step
+  for (int a = an.num_spatial; a < n; ++a)
+    if (a != s.vec_axis) t[a] = 1;
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     const Access& x = an.accesses[i];
-    std::vector<int64_t> t = s.tile[reg];
-    for (int a = an.num_spatial; a < n; ++a)
-      if (a != s.vec_axis) t[a] = 1;
-    double elems = data_tile(x, t);
+    double elems = data_tile(x, t.data());
     bool contiguous = s.vec_axis >= 0 && x.uses_axis[s.vec_axis] &&
                       (s.pack[i] >= 0 || (x.stride[s.vec_axis] && *x.stride[s.vec_axis] == 1));
     if (s.vec_axis >= 0 && x.uses_axis[s.vec_axis] && !contiguous) gather = true;
@@ -114,7 +108,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     double tiles = 1;
     for (int a = 0; a < n; ++a) tiles *= ceil_div(double(full[a]), double(s.tile[l][a]));
     double footprint = 0, bytes = 0;
-    std::vector<int64_t> spatial_tile = s.tile[l];
     auto add = [&](const std::vector<bool>& uses, double tile_elems, double times, double line_util) {
       double reuse = 1;
       for (auto it = s.order[l].rbegin(); it != s.order[l].rend(); ++it) {
@@ -165,15 +158,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   }
   const double slow_frac = 1 - slow;
   est.penalty_s += slow_frac * est.compute_s * 3;
-  for (size_t i = 0; i < an.accesses.size(); ++i) {
-    bool guarded = false;
-    if (!an.accesses[i].tensor.is_placeholder())
-      visit(an.accesses[i].tensor.get()->body, [&](const Expr& e) {
-        guarded |= e.get()->kind == ExprKind::Select;
-        return !guarded;
-      });
-    if (guarded && s.pack[i] < 0) est.penalty_s += points / W * 1.0 / freq;
-  }
+  for (size_t i = 0; i < an.accesses.size(); ++i)
+    if (an.accesses[i].guarded && s.pack[i] < 0) est.penalty_s += points / W * 1.0 / freq;
   double spatial_reg = 1;
   for (int a = 0; a < an.num_spatial; ++a) spatial_reg *= double(s.tile[reg][a]);
   double reduce_blocks = 1;

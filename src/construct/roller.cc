@@ -12,7 +12,7 @@ namespace loom {
 
 namespace {
 
-double data_tile(const Access& x, const std::vector<int64_t>& t) {
+double data_tile(const Access& x, const std::vector<int64_t>& t) {  // elements
   double elems = 1;
   for (const auto& row : x.dim_coeff) {
     double extent = 1;
@@ -40,11 +40,7 @@ struct Roller {
     return footprint(t) * tiles;
   }
   double capacity(const StateData& s, int level) const {
-    std::vector<int64_t> priv;
-    for (const CacheLevel& c : hw.cpu.caches)
-      if (c.shared_by_cores <= 1) priv.push_back(c.size_bytes);
-    int idx = std::min<int>(int(priv.size()) - 1, std::max(0, s.reg_level() - 1 - level));
-    return priv.empty() ? double(1 << 20) : double(priv[idx]);
+    return double(private_cache_bytes(hw.cpu, s.reg_level() - 1 - level));
   }
 
   // The next aligned size of tile[l][a]: a larger multiple of the minimal
@@ -62,17 +58,17 @@ struct Roller {
   void grow_level(StateData& s, int l, int branch) const {
     for (int decision = 0;; ++decision) {
       std::vector<std::pair<double, int>> options;
-      const std::vector<int64_t> cur = s.tile[l];
+      const std::vector<int64_t> cur = s.tile.row(l);
       for (int a = 0; a < s.num_axes; ++a) {
         if (an.is_reduce_axis(a) && l == s.reg_level()) continue;
         int64_t v = next_size(s, l, a);
         if (!v) continue;
         StateData t = s;
         t.tile[l][a] = v;
-        bool fits = l == s.reg_level() ? check_legal(t, an, hw).empty() : footprint(t.tile[l]) <= capacity(s, l);
+        bool fits = l == s.reg_level() ? check_legal(t, an, hw).empty() : footprint(t.tile.row(l)) <= capacity(s, l);
         if (!fits) continue;
-        double df = footprint(t.tile[l]) - footprint(cur);
-        double score = (traffic(cur) - traffic(t.tile[l])) / std::max(df, 1e-9);
+        double df = footprint(t.tile.row(l)) - footprint(cur);
+        double score = (traffic(cur) - traffic(t.tile.row(l))) / std::max(df, 1e-9);
         options.emplace_back(score, a);
       }
       if (options.empty()) return;
@@ -136,7 +132,7 @@ std::vector<Candidate> roller_candidates(const Operator& op, const HwSpec& targe
   }
   for (const auto& choice : branches) {
     StateData s = *base;
-    s.history.clear();
+    s.trail.reset();
     for (int l = 1; l < levels; ++l)
       for (int a = 0; a < s.num_axes; ++a) s.tile[l][a] = a == s.vec_axis ? s.vec_width : 1;
     for (int l = 1; l < levels; ++l) roller.grow_level(s, l, choice[l - 1]);

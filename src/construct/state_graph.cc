@@ -131,7 +131,7 @@ class Traversal {
   Vertex restart_vertex(int step) {
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     if (unit(rng_) < 0.5) return seeds_[size_t(unit(rng_) * seeds_.size()) % seeds_.size()];
-    if (pi_.size() != boost::num_vertices(graph_) && step - pi_step_ >= 100) {
+    if (pi_.size() != boost::num_vertices(graph_) && step - pi_step_ >= 250) {
       pi_ = stationary();
       pi_step_ = step;
     }
@@ -161,11 +161,11 @@ class Traversal {
     Eigen::VectorXd pi = Eigen::VectorXd::Constant(n, 1.0 / n), teleport = Eigen::VectorXd::Zero(n);
     for (Vertex s : seeds_) teleport[int(s)] += 1.0 / double(seeds_.size());
     Eigen::Map<const Eigen::VectorXd> leaks(leak.data(), n);
-    for (int iter = 0; iter < 60; ++iter) {
+    for (int iter = 0; iter < 40; ++iter) {
       Eigen::VectorXd next = transpose * pi + teleport * leaks.dot(pi);
       double diff = (next - pi).lpNorm<1>();
       pi = next / next.sum();
-      if (diff < 1e-9) break;
+      if (diff < 1e-6) break;
     }
     return std::vector<double>(pi.data(), pi.data() + n);
   }

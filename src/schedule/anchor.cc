@@ -34,6 +34,11 @@ Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
     for (const Expr& i : read->indices) a.uses_axis.back() = a.uses_axis.back() || uses_var(i, v.get());
     a.stride.push_back(linear_coeff(flat, v.get()));
   }
+  if (!a.tensor.is_placeholder())
+    visit(a.tensor.get()->body, [&](const Expr& e) {
+      a.guarded |= e.get()->kind == ExprKind::Select;
+      return !a.guarded;
+    });
   for (const Expr& i : read->indices) {
     std::vector<int64_t> row;
     for (const Var& v : axes) row.push_back(std::max<int64_t>(0, std::abs(linear_coeff(i, v.get()).value_or(1))));

@@ -29,6 +29,7 @@ struct Access {
   // Extent of the data tile along each tensor dimension is approximated by
   // sum over axes |coeff(dim, axis)| * (tile(axis) - 1) + 1.
   std::vector<std::vector<int64_t>> dim_coeff;  // [dim][axis], 0 when not affine
+  bool guarded = false;  // reads through a select (padding): a branch per element unless packed
 };
 
 struct AnchorInfo {

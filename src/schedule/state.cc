@@ -17,6 +17,12 @@ int private_cache_levels(const CpuSpec& cpu) {
 }
 }  // namespace
 
+std::vector<Step> StateData::history() const {
+  std::vector<Step> steps;
+  for (const StepTrail* t = trail.get(); t; t = t->previous.get()) steps.push_back(t->step);
+  return {steps.rbegin(), steps.rend()};
+}
+
 bool StateData::operator==(const StateData& o) const {
   return target == o.target && tile == o.tile && order == o.order && vec_axis == o.vec_axis &&
          vec_width == o.vec_width && unroll == o.unroll && pack == o.pack && fuse == o.fuse;
@@ -24,8 +30,7 @@ bool StateData::operator==(const StateData& o) const {
 
 size_t StateData::hash() const {
   size_t h = size_t(target);
-  for (const auto& lvl : tile)
-    for (int64_t t : lvl) hash_combine(h, std::hash<int64_t>()(t));
+  for (int64_t t : tile.flat()) hash_combine(h, std::hash<int64_t>()(t));
   for (const auto& lvl : order)
     for (int a : lvl) hash_combine(h, size_t(a) + 17);
   hash_combine(h, size_t(vec_axis + 1) * 31 + size_t(vec_width));
@@ -79,8 +84,9 @@ State initial_state(const AnchorInfo& anchor, const HwSpec& target) {
     all_axes.push_back(a);
     if (a < s->num_spatial) spatial.push_back(a);
   }
+  s->tile = TileTable(levels, s->num_axes);
   for (int l = 0; l < levels; ++l) {
-    s->tile.push_back(l == levels - 1 ? std::vector<int64_t>(s->num_axes, 1) : full);
+    for (int a = 0; a < s->num_axes; ++a) s->tile[l][a] = l == levels - 1 ? 1 : full[a];
     s->order.push_back(l == 0 || l == levels - 1 ? spatial : all_axes);
   }
   s->pack.assign(anchor.accesses.size(), -1);
@@ -91,7 +97,7 @@ State replay(const AnchorInfo& anchor, const HwSpec& target, const std::vector<S
   State s = initial_state(anchor, target);
   for (const Step& step : steps) {
     StepResult r = apply_step(*s, step, anchor, target);
-    LOOM_USER_CHECK(r, "cannot replay step '", step.str(), "': ", r.why);
+    LOOM_USER_CHECK(r, "cannot replay step '", step.str(), "': ", r.why());
     s = r.state;
   }
   return s;

@@ -34,24 +34,51 @@ namespace loom {
 
 struct AnchorInfo;
 
+// The steps that produced a state, newest first, shared with its ancestors:
+// taking a step adds one node instead of copying the whole list.
+struct StepTrail {
+  Step step;
+  std::shared_ptr<const StepTrail> previous;
+};
+
+// Tile sizes, [level][axis], in one allocation: states are copied on every
+// step, so their storage is kept flat.
+class TileTable {
+ public:
+  TileTable() = default;
+  TileTable(int levels, int axes) : axes_(axes), data_(size_t(levels) * size_t(axes), 1) {}
+  int64_t* operator[](int level) { return data_.data() + size_t(level) * size_t(axes_); }
+  const int64_t* operator[](int level) const { return data_.data() + size_t(level) * size_t(axes_); }
+  int levels() const { return axes_ ? int(data_.size() / size_t(axes_)) : 0; }
+  std::vector<int64_t> row(int level) const { return {(*this)[level], (*this)[level] + axes_}; }
+  bool operator==(const TileTable& o) const { return data_ == o.data_; }
+  const std::vector<int64_t>& flat() const { return data_; }
+
+ private:
+  int axes_ = 0;
+  std::vector<int64_t> data_;
+};
+
 struct StateData {
   TargetKind target = TargetKind::Cpu;
   int num_axes = 0;
   int num_spatial = 0;
-  std::vector<std::vector<int64_t>> tile;  // [level][axis]
+  TileTable tile;                          // [level][axis]
   std::vector<std::vector<int>> order;     // [level]: axes in loop order, outermost first
   int vec_axis = -1;                       // -1: scalar micro-kernel
   int vec_width = 1;
   int unroll = 1;                          // unroll of the innermost reduction loop
   std::vector<int> pack;                   // per access: pack point, or -1
   bool fuse = false;                       // consumer computed in the write-back
-  std::vector<Step> history;               // how this state was reached (not identity)
+  std::shared_ptr<const StepTrail> trail;  // how this state was reached (not identity)
 
-  int levels() const { return int(tile.size()); }
+  int levels() const { return tile.levels(); }
   int reg_level() const { return levels() - 1; }
   int pack_level(int point) const { return point / (num_axes + 1); }
   int pack_position(int point) const { return point % (num_axes + 1); }
   int make_pack_point(int level, int position) const { return level * (num_axes + 1) + position; }
+  // The steps from the initial state, oldest first.
+  std::vector<Step> history() const;
 
   bool operator==(const StateData& o) const;
   size_t hash() const;

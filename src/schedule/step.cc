@@ -11,7 +11,7 @@ namespace loom {
 
 namespace {
 
-using Mutate = std::string (*)(StateData&, const Step&, const AnchorInfo&, const HwSpec&);
+using Mutate = Reason (*)(StateData&, const Step&, const AnchorInfo&, const HwSpec&);
 
 // The smallest tile a level may take on an axis: its child's tile.
 int64_t child_tile(const StateData& s, int level, int axis) {
@@ -32,12 +32,12 @@ bool allowed_size(const StateData& s, const AnchorInfo& anchor, int level, int a
   return size <= parent && parent % size == 0;
 }
 
-std::string tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, bool grow) {
+Reason tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, bool grow) {
   const int level = st.a, axis = st.b;
-  if (level < 0 || level >= s.levels() || axis < 0 || axis >= s.num_axes) return "no such level or axis";
-  if (anchor.is_reduce_axis(axis) && level == 0) return "reduction axes are not split across threads";
+  if (level < 0 || level >= s.levels() || axis < 0 || axis >= s.num_axes) return {"no such level or axis"};
+  if (anchor.is_reduce_axis(axis) && level == 0) return {"reduction axes are not split across threads"};
   if (anchor.is_reduce_axis(axis) && level == s.reg_level() && axis != s.vec_axis)
-    return "a reduction axis has a register tile only when vectorized";
+    return {"a reduction axis has a register tile only when vectorized"};
   const int64_t cur = s.tile[level][axis];
   const int64_t limit = level == 0 ? (parent_tile(s, anchor, 0, axis) + child_tile(s, 0, axis) - 1) /
                                          child_tile(s, 0, axis) * child_tile(s, 0, axis)
@@ -45,13 +45,13 @@ std::string tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, 
   if (level == 0) {  // powers of two times the child, then the whole extent
     const int64_t child = child_tile(s, 0, axis);
     int64_t next = grow ? std::min(cur * 2, limit) : std::max(child, cur / 2 / child * child);
-    if (next == cur) return grow ? "tile already covers the axis" : "tile already at its child's size";
+    if (next == cur) return {grow ? "tile already covers the axis" : "tile already at its child's size"};
     s.tile[0][axis] = next;
-    return "";
+    return {};
   }
   // Allowed sizes are child * d for the divisors d of parent / child.
   const int64_t child = child_tile(s, level, axis);
-  if (limit % child) return "the parent tile is not a multiple of the inner tile";
+  if (limit % child) return {"the parent tile is not a multiple of the inner tile"};
   const int64_t q = limit / child;
   int64_t best = 0;
   for (int64_t d = 1; d * d <= q; ++d) {
@@ -60,35 +60,34 @@ std::string tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, 
       if (grow ? size > cur && (!best || size < best) : size < cur && size > best) best = size;
     }
   }
-  if (!best) return grow ? "no larger tile divides the parent tile" : "no smaller tile is a multiple of the inner tile";
+  if (!best) return {grow ? "no larger tile divides the parent tile" : "no smaller tile is a multiple of the inner tile"};
   s.tile[level][axis] = best;
-  return "";
+  return {};
 }
 
-std::string grow(StateData& s, const Step& st, const AnchorInfo& an, const HwSpec&) { return tile_change(s, st, an, true); }
-std::string shrink(StateData& s, const Step& st, const AnchorInfo& an, const HwSpec&) { return tile_change(s, st, an, false); }
+Reason grow(StateData& s, const Step& st, const AnchorInfo& an, const HwSpec&) { return tile_change(s, st, an, true); }
+Reason shrink(StateData& s, const Step& st, const AnchorInfo& an, const HwSpec&) { return tile_change(s, st, an, false); }
 
-std::string reorder(StateData& s, const Step& st, const AnchorInfo&, const HwSpec&) {
-  if (st.a < 0 || st.a >= s.levels() || st.b < 0 || st.b + 1 >= int(s.order[st.a].size())) return "no such loop position";
+Reason reorder(StateData& s, const Step& st, const AnchorInfo&, const HwSpec&) {
+  if (st.a < 0 || st.a >= s.levels() || st.b < 0 || st.b + 1 >= int(s.order[st.a].size())) return {"no such loop position"};
   std::swap(s.order[st.a][st.b], s.order[st.a][st.b + 1]);
-  return "";
+  return {};
 }
 
-std::string vectorize(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
+Reason vectorize(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
   const int axis = st.a, width = st.b;
-  if (target.kind != TargetKind::Cpu) return "vectorization is a CPU primitive";
+  if (target.kind != TargetKind::Cpu) return {"vectorization is a CPU primitive"};
   if (width == 1) {
-    if (s.vec_axis < 0) return "already scalar";
+    if (s.vec_axis < 0) return {"already scalar"};
     if (anchor.is_reduce_axis(s.vec_axis)) s.tile[s.reg_level()][s.vec_axis] = 1;
     s.vec_axis = -1;
     s.vec_width = 1;
-    return "";
+    return {};
   }
-  if (axis < 0 || axis >= s.num_axes) return "no such axis";
+  if (axis < 0 || axis >= s.num_axes) return {"no such axis"};
   if (width < 2 || (width & (width - 1)) || width > target.cpu.fp32_lanes())
-    return "vector width " + std::to_string(width) + " is not a power of two up to " +
-           std::to_string(target.cpu.fp32_lanes()) + " lanes";
-  if (anchor.is_reduce_axis(axis) && !anchor.is_reduction) return "not a reduction";
+    return {"vector width {value} is not a power of two up to {limit} lanes", width, target.cpu.fp32_lanes()};
+  if (anchor.is_reduce_axis(axis) && !anchor.is_reduction) return {"not a reduction"};
   if (s.vec_axis >= 0 && anchor.is_reduce_axis(s.vec_axis)) s.tile[s.reg_level()][s.vec_axis] = 1;
   s.vec_axis = axis;
   s.vec_width = width;
@@ -102,35 +101,35 @@ std::string vectorize(StateData& s, const Step& st, const AnchorInfo& anchor, co
     const int64_t whole = (anchor.plan_extent(axis) + reg - 1) / reg * reg;
     for (int l = 0; l < s.reg_level(); ++l) s.tile[l][axis] = whole;
   }
-  return "";
+  return {};
 }
 
-std::string unroll(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec&) {
-  if (st.a < 1 || st.a > 16 || (st.a & (st.a - 1))) return "unroll factor must be 1, 2, 4, 8 or 16";
-  if (!anchor.is_reduction) return "no reduction loop to unroll";
+Reason unroll(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec&) {
+  if (st.a < 1 || st.a > 16 || (st.a & (st.a - 1))) return {"unroll factor must be 1, 2, 4, 8 or 16"};
+  if (!anchor.is_reduction) return {"no reduction loop to unroll"};
   s.unroll = st.a;
-  return "";
+  return {};
 }
 
-std::string pack(StateData& s, const Step& st, const AnchorInfo&, const HwSpec& target) {
-  if (st.a < 0 || st.a >= int(s.pack.size())) return "no such access";
+Reason pack(StateData& s, const Step& st, const AnchorInfo&, const HwSpec& target) {
+  if (st.a < 0 || st.a >= int(s.pack.size())) return {"no such access"};
   if (st.b >= 0) {
     int level = s.pack_level(st.b), pos = s.pack_position(st.b);
     if (level < 1 || level >= s.reg_level() || pos > int(s.order[level].size()))
-      return "pack point outside the cache levels";
+      return {"pack point outside the cache levels"};
   }
   s.pack[st.a] = st.b;
-  return "";
+  return {};
 }
 
-std::string fuse(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec&) {
-  if (!anchor.consumer.defined()) return "no element-wise consumer to fuse";
+Reason fuse(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec&) {
+  if (!anchor.consumer.defined()) return {"no element-wise consumer to fuse"};
   s.fuse = st.a != 0;
-  return "";
+  return {};
 }
 
-std::string vthread(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
-  if (target.kind != TargetKind::Gpu) return "virtual threads are a GPU primitive";
+Reason vthread(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
+  if (target.kind != TargetKind::Gpu) return {"virtual threads are a GPU primitive"};
   Step as_tile{st.b > 1 ? StepKind::TileGrow : StepKind::TileShrink, 1, st.a};
   return tile_change(s, as_tile, anchor, st.b > 1);
 }
@@ -164,18 +163,12 @@ int64_t pack_bytes(const StateData& s, const AnchorInfo& anchor, int access, int
   return elems * 4;
 }
 
+// Level 1 is the outermost private cache, level reg-1 the innermost.
 int64_t cache_bytes_for_level(const StateData& s, const HwSpec& target, int level) {
-  // Level 1 is the outermost private cache, level reg-1 the innermost.
-  std::vector<const CacheLevel*> priv;
-  for (const CacheLevel& c : target.cpu.caches)
-    if (c.shared_by_cores <= 1) priv.push_back(&c);
-  if (priv.empty()) return 1 << 20;
-  int from_inner = s.reg_level() - 1 - level;
-  int idx = std::min<int>(int(priv.size()) - 1, std::max(0, from_inner));
-  return priv[idx]->size_bytes;
+  return private_cache_bytes(target.cpu, s.reg_level() - 1 - level);
 }
 
-std::string check_cpu(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
+Reason check_cpu(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
   const int reg = s.reg_level();
   int64_t elems = 1;
   for (int a = 0; a < s.num_axes; ++a) elems *= s.tile[reg][a];
@@ -183,37 +176,46 @@ std::string check_cpu(const StateData& s, const AnchorInfo& anchor, const HwSpec
   const int64_t acc_regs = anchor.is_reduction ? (elems + lanes - 1) / lanes : 0;
   const int64_t operand_regs = s.vec_axis >= 0 ? s.tile[reg][s.vec_axis] / lanes + 1 : 2;
   if (acc_regs + operand_regs > target.cpu.vector_registers)
-    return "register tile needs " + std::to_string(acc_regs + operand_regs) + " vector registers, hwspec has " +
-           std::to_string(target.cpu.vector_registers);
-  if (elems > 512) return "register tile of " + std::to_string(elems) + " elements is too large to unroll";
+    return {"register tile needs {value} vector registers, hwspec has {limit}", acc_regs + operand_regs,
+            target.cpu.vector_registers};
+  if (elems > 512) return {"register tile of {value} elements is more than {limit} to unroll", elems, 512};
   for (size_t i = 0; i < s.pack.size(); ++i) {
     if (s.pack[i] < 0) continue;
     int level = s.pack_level(s.pack[i]);
     int64_t bytes = pack_bytes(s, anchor, int(i), s.pack[i]);
     if (bytes > cache_bytes_for_level(s, target, level))
-      return "packed buffer of " + std::to_string(bytes) + " bytes exceeds the " + std::to_string(cache_bytes_for_level(s, target, level)) + "-byte cache of level " + std::to_string(level);
+      return {"packed buffer of {value} bytes exceeds its cache level's {limit} bytes", bytes,
+              cache_bytes_for_level(s, target, level)};
   }
-  return "";
+  return {};
 }
 
-std::string check_gpu(const StateData& s, const AnchorInfo&, const HwSpec& target) {
+Reason check_gpu(const StateData& s, const AnchorInfo&, const HwSpec& target) {
   int64_t threads = 1, per_thread = 1;
   for (int a = 0; a < s.num_spatial; ++a) {
     threads *= s.tile[1][a] / s.tile[2][a];
     per_thread *= s.tile[0][a] / s.tile[1][a] * s.tile[2][a];
   }
   if (threads > target.gpu.max_threads_per_block)
-    return "block of " + std::to_string(threads) + " threads exceeds max_threads_per_block " +
-           std::to_string(target.gpu.max_threads_per_block);
+    return {"block of {value} threads exceeds max_threads_per_block {limit}", threads, target.gpu.max_threads_per_block};
   if (per_thread + 16 > target.gpu.max_registers_per_thread)
-    return "thread tile needs about " + std::to_string(per_thread + 16) + " registers, max " +
-           std::to_string(target.gpu.max_registers_per_thread);
-  return "";
+    return {"thread tile needs about {value} registers, max {limit}", per_thread + 16, target.gpu.max_registers_per_thread};
+  return {};
 }
 
 }  // namespace
 
 const char* step_name(StepKind kind) { return def(kind).name; }
+
+int64_t private_cache_bytes(const CpuSpec& cpu, int from_inner) {
+  int count = 0;
+  for (const CacheLevel& c : cpu.caches) count += c.shared_by_cores <= 1;
+  if (count == 0) return 1 << 20;
+  int want = std::min(count - 1, std::max(0, from_inner)), seen = 0;
+  for (const CacheLevel& c : cpu.caches)
+    if (c.shared_by_cores <= 1 && seen++ == want) return c.size_bytes;
+  return 1 << 20;
+}
 
 std::string Step::str() const {
   std::ostringstream os;
@@ -221,24 +223,38 @@ std::string Step::str() const {
   return os.str();
 }
 
+std::string Reason::str() const {
+  if (!text) return "";
+  std::string out = text;
+  for (auto [key, v] : {std::pair<const char*, int64_t>{"{value}", value}, {"{limit}", limit}}) {
+    size_t at = out.find(key);
+    if (at != std::string::npos) out.replace(at, std::string(key).size(), std::to_string(v));
+  }
+  return out;
+}
+
 std::string check_legal(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
+  return legality(s, anchor, target).str();
+}
+
+Reason legality(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
   for (int l = 0; l < s.levels(); ++l)
     for (int a = 0; a < s.num_axes; ++a) {
       int64_t t = s.tile[l][a], child = child_tile(s, l, a);
-      if (t < 1 || t % child) return "tile " + std::to_string(t) + " is not a multiple of its inner tile";
-      if (l > 0 && s.tile[l - 1][a] % t) return "tile " + std::to_string(t) + " does not divide its outer tile";
+      if (t < 1 || t % child) return {"tile {value} is not a multiple of its inner tile {limit}", t, child};
+      if (l > 0 && s.tile[l - 1][a] % t) return {"tile {value} does not divide its outer tile {limit}", t, s.tile[l - 1][a]};
     }
   return target.kind == TargetKind::Cpu ? check_cpu(s, anchor, target) : check_gpu(s, anchor, target);
 }
 
 StepResult apply_step(const StateData& state, const Step& step, const AnchorInfo& anchor, const HwSpec& target) {
   auto next = std::make_shared<StateData>(state);
-  std::string why = def(step.kind).apply(*next, step, anchor, target);
-  if (why.empty()) why = check_legal(*next, anchor, target);
-  if (!why.empty()) return {nullptr, why};
-  if (*next == state) return {nullptr, "step changes nothing"};
-  next->history.push_back(step);
-  return {next, ""};
+  Reason why = def(step.kind).apply(*next, step, anchor, target);
+  if (!why) why = legality(*next, anchor, target);
+  if (why) return {nullptr, why};
+  if (*next == state) return {nullptr, {"step changes nothing"}};
+  next->trail = std::make_shared<StepTrail>(StepTrail{step, state.trail});
+  return {next, {}};
 }
 
 std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
@@ -260,11 +276,19 @@ std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, 
       if (s.unroll < 16) steps.push_back({StepKind::Unroll, s.unroll * 2, 0});
       if (s.unroll > 1) steps.push_back({StepKind::Unroll, s.unroll / 2, 0});
     }
+    // Pack moves are local: unpack, or shift the pack point one loop in or
+    // out (crossing level boundaries); an unpacked input starts at the
+    // innermost cache level's entry.
+    const int first = s.make_pack_point(1, 0);
+    const int last = s.make_pack_point(s.reg_level() - 1, int(s.order[s.reg_level() - 1].size()));
     for (int i = 0; i < int(s.pack.size()); ++i) {
-      if (s.pack[i] >= 0) steps.push_back({StepKind::Pack, i, -1});
-      for (int l = 1; l < s.reg_level(); ++l)
-        for (int p = 0; p <= int(s.order[l].size()); ++p)
-          if (s.make_pack_point(l, p) != s.pack[i]) steps.push_back({StepKind::Pack, i, s.make_pack_point(l, p)});
+      if (s.pack[i] < 0) {
+        steps.push_back({StepKind::Pack, i, s.make_pack_point(s.reg_level() - 1, 0)});
+        continue;
+      }
+      steps.push_back({StepKind::Pack, i, -1});
+      if (s.pack[i] > first) steps.push_back({StepKind::Pack, i, s.pack[i] - 1});
+      if (s.pack[i] < last) steps.push_back({StepKind::Pack, i, s.pack[i] + 1});
     }
   } else {
     for (int a = 0; a < s.num_spatial; ++a) {

@@ -7,6 +7,7 @@
 // construction treat as an ordinary, cheap outcome.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ namespace loom {
 struct StateData;
 struct AnchorInfo;
 struct HwSpec;
+struct CpuSpec;
 
 enum class StepKind {
   TileGrow,    // (level, axis): next larger tile in the divisibility chain
@@ -35,10 +37,20 @@ struct Step {
   std::string str() const;
 };
 
+// Why a step or state is illegal. A fixed message with up to two numbers,
+// formatted only when someone reads it: search discards most of these.
+struct Reason {
+  const char* text = nullptr;  // "{value}" and "{limit}" stand for the numbers
+  int64_t value = 0, limit = 0;
+  explicit operator bool() const { return text != nullptr; }
+  std::string str() const;
+};
+
 struct StepResult {
   std::shared_ptr<const StateData> state;  // null when illegal
-  std::string why;                         // the reason, when illegal
+  Reason reason;                           // set when illegal
   explicit operator bool() const { return state != nullptr; }
+  std::string why() const { return reason.str(); }
 };
 
 // Applies `step` to `state` and checks the result against the target.
@@ -48,8 +60,12 @@ StepResult apply_step(const StateData& state, const Step& step, const AnchorInfo
 std::vector<Step> candidate_steps(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);
 
 // Checks a whole state against the target's limits; empty when legal.
+Reason legality(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);
 std::string check_legal(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);
 
 const char* step_name(StepKind kind);
+
+// Capacity of the private cache `from_inner` levels out from L1 (clamped).
+int64_t private_cache_bytes(const CpuSpec& cpu, int from_inner);
 
 }  // namespace loom

@@ -87,10 +87,10 @@ TEST_P(RandomStates, EveryStateMatchesTheReference) {
     CheckOptions co;
     co.max_points = 1 << 16;
     CheckResult r = check_against_reference(op, inputs, outputs, co);
-    EXPECT_TRUE(r.ok) << "state " << state->str() << "\nsteps:\n" << serialize_steps(state->history)
+    EXPECT_TRUE(r.ok) << "state " << state->str() << "\nsteps:\n" << serialize_steps(state->history())
                       << "max_rel_err " << r.max_rel_err;
     // The step list replays to the same state.
-    State again = replay(anchor, hw, parse_steps(serialize_steps(state->history)));
+    State again = replay(anchor, hw, parse_steps(serialize_steps(state->history())));
     EXPECT_TRUE(*again == *state) << state->str() << " vs " << again->str();
   }
   // The walks must reach the interesting features, not only trivial states.
@@ -144,7 +144,7 @@ TEST(States, HashAndEqualityAreStructural) {
   ASSERT_TRUE(b);
   EXPECT_TRUE(*b.state == *s0);
   EXPECT_EQ(b.state->hash(), s0->hash());
-  EXPECT_EQ(b.state->history.size(), 2u);
+  EXPECT_EQ(b.state->history().size(), 2u);
   EXPECT_FALSE(*a.state == *s0);
 }
 
@@ -159,13 +159,13 @@ TEST(States, IllegalStepsAreCheapFailuresNamingTheLimit) {
   std::string why;
   for (int i = 0; i < 20 && r; ++i) {
     StepResult next = apply_step(*r.state, {StepKind::TileGrow, s->reg_level(), 0}, anchor, hw);
-    if (!next) why = next.why;
+    if (!next) why = next.why();
     r = next;
   }
   EXPECT_NE(why.find("vector registers, hwspec has 16"), std::string::npos) << why;
   StepResult bad = apply_step(*s, {StepKind::Vectorize, 1, 32}, anchor, hw);
   EXPECT_FALSE(bad);
-  EXPECT_NE(bad.why.find("power of two up to 8 lanes"), std::string::npos) << bad.why;
+  EXPECT_NE(bad.why().find("power of two up to 8 lanes"), std::string::npos) << bad.why();
   EXPECT_FALSE(apply_step(*s, {StepKind::TileGrow, 0, 2}, anchor, hw));  // reductions are not split across threads
 }
 
@@ -181,7 +181,7 @@ TEST(States, GpuLegalityReadsTheGpuSpec) {
   for (int i = 0; i < 40 && r; ++i) {
     StepResult next = apply_step(*r.state, {StepKind::TileShrink, 2, i % 2}, anchor, hw);
     if (next) { r = next; continue; }
-    why = next.why;
+    why = next.why();
     break;
   }
   EXPECT_NE(why, "");
