@@ -277,13 +277,13 @@ std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, 
       if (s.unroll > 1) steps.push_back({StepKind::Unroll, s.unroll / 2, 0});
     }
     // Pack moves are local: unpack, or shift the pack point one loop in or
-    // out (crossing level boundaries); an unpacked input starts at the
-    // innermost cache level's entry.
+    // out (crossing level boundaries); an unpacked input starts innermost,
+    // where its region is smallest.
     const int first = s.make_pack_point(1, 0);
     const int last = s.make_pack_point(s.reg_level() - 1, int(s.order[s.reg_level() - 1].size()));
     for (int i = 0; i < int(s.pack.size()); ++i) {
       if (s.pack[i] < 0) {
-        steps.push_back({StepKind::Pack, i, s.make_pack_point(s.reg_level() - 1, 0)});
+        steps.push_back({StepKind::Pack, i, last});
         continue;
       }
       steps.push_back({StepKind::Pack, i, -1});
