@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 namespace loom {
@@ -22,7 +23,7 @@ double data_tile(const Access& x, const int64_t* t) {
   return elems;
 }
 
-// Bytes per second filling the private cache at tile level `level`.
+// Bytes per second filling the private cache at tile level `level` (packing).
 double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
   const CpuSpec& c = hw.cpu;
   const double f = c.frequency_ghz * 1e9;
@@ -34,9 +35,6 @@ double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
   return bw;
 }
 
-double cache_bytes(const StateData& s, const HwSpec& hw, int level) {
-  return double(private_cache_bytes(hw.cpu, s.reg_level() - 1 - level));
-}
 
 // Trip count of level-l loops over axis a inside the parent tile.
 double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
@@ -97,43 +95,89 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   }
   if (gather) est.vector_util /= 2.0 * W / lanes + 1;
   const double fma_cycles = acc / cpu.fma_units;
-  const double issue = fma_cycles / std::max(fma_cycles, loads / 2.0);
+  const double issue = fma_cycles / std::max(fma_cycles, loads / 2.0);  // two loads per cycle
   const double peak = cpu.peak_gflops_per_core * 1e9;
   est.compute_s = flops / (peak * est.vector_util * est.ilp * issue);
 
-  // --- traffic per cache level ---
-  double outer_trips = 1;  // number of level-0 tiles
-  for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trips(s, an, 0, a);
-  for (int l = 1; l < reg; ++l) {
-    double tiles = 1;
-    for (int a = 0; a < n; ++a) tiles *= ceil_div(double(full[a]), double(s.tile[l][a]));
+  // --- traffic per cache ---
+  // Granularities, innermost first: one micro-kernel call (the register
+  // block over the innermost cache tile's reduction extent), then the tile
+  // of each cache level, then the parallel tile. Each has a footprint and,
+  // with reuse across the innermost enclosing loops an access does not
+  // use, a traffic. A cache is charged the traffic of the outermost
+  // granularity whose footprint fits in it.
+  struct Granularity {
     double footprint = 0, bytes = 0;
-    auto add = [&](const std::vector<bool>& uses, double tile_elems, double times, double line_util) {
+  };
+  std::vector<Granularity> grains;
+  auto measure = [&](const std::vector<int64_t>& t, const std::vector<int>& enclosing, int enclosing_level) {
+    Granularity g;
+    double calls = 1;
+    for (int a = 0; a < n; ++a) calls *= ceil_div(double(full[a]), double(t[a]));
+    auto add = [&](const std::vector<bool>& uses, double elems, double times, double line_util) {
       double reuse = 1;
-      for (auto it = s.order[l].rbegin(); it != s.order[l].rend(); ++it) {
+      for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
         if (uses[*it]) break;
-        reuse *= trips(s, an, l, *it);
+        reuse *= trips(s, an, enclosing_level, *it);
       }
-      footprint += tile_elems * 4;
-      bytes += 4 * tile_elems * times * tiles / reuse / line_util;
+      g.footprint += 4 * elems;
+      g.bytes += 4 * elems * times * calls / reuse / line_util;
     };
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       const Access& x = an.accesses[i];
       double run = 1;
       for (int a = 0; a < n; ++a)
-        if (x.stride[a] && *x.stride[a] == 1) run = double(s.tile[l][a]);
+        if (x.stride[a] && *x.stride[a] == 1) run = double(t[a]);
       double util = s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0);
-      add(x.uses_axis, data_tile(x, s.tile[l]), 1, util);
+      add(x.uses_axis, data_tile(x, t.data()), 1, util);
     }
     std::vector<bool> out_uses(n, false);
-    for (int a = 0; a < an.num_spatial; ++a) out_uses[a] = true;
     double out_elems = 1;
-    for (int a = 0; a < an.num_spatial; ++a) out_elems *= double(s.tile[l][a]);
+    for (int a = 0; a < an.num_spatial; ++a) {
+      out_uses[a] = true;
+      out_elems *= double(t[a]);
+    }
     add(out_uses, out_elems, 2, 1);
-    double t = bytes / fill_bandwidth(s, hw, l);
-    if (footprint > cache_bytes(s, hw, l)) t *= 1.0 + footprint / cache_bytes(s, hw, l);
-    est.level_s.push_back(t);
+    grains.push_back(g);
+  };
+  {
+    std::vector<int64_t> call = s.tile.row(reg);
+    for (int a = an.num_spatial; a < n; ++a) call[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
+    std::vector<int> reg_loops(s.order[reg].begin(), s.order[reg].end());
+    measure(call, reg_loops, reg);
   }
+  for (int l = reg - 1; l >= 1; --l) measure(s.tile.row(l), s.order[l], l);
+  {
+    std::vector<int64_t> t0 = s.tile.row(0);
+    for (int a = an.num_spatial; a < n; ++a) t0[a] = full[a];
+    measure(t0, {}, 0);
+  }
+  std::vector<std::pair<double, double>> caches;  // (capacity, fill bandwidth) from L1 out
+  {
+    int level = 0;
+    for (const CacheLevel& c : cpu.caches) {
+      const double per_cycle = level == 0 ? 32.0 : level == 1 ? 16.0 : 8.0;
+      const double bw = level + 1 < int(cpu.caches.size()) && cpu.caches[level + 1].bandwidth_gbs > 0
+                            ? cpu.caches[level + 1].bandwidth_gbs * 1e9
+                            : per_cycle * freq;
+      caches.emplace_back(double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75, bw);
+      ++level;
+    }
+  }
+  for (const auto& [capacity, bandwidth] : caches) {
+    // Kernels run repeatedly: a problem that fits in a cache stays there.
+    if (grains.back().footprint <= capacity) {
+      est.level_s.push_back(0);
+      continue;
+    }
+    const Granularity* fit = nullptr;
+    for (const Granularity& g : grains)
+      if (g.footprint <= capacity) fit = &g;
+    double bytes = fit ? fit->bytes : grains.front().bytes * grains.front().footprint / capacity;
+    est.level_s.push_back(bytes / bandwidth);
+  }
+  double outer_trips = 1;  // number of level-0 tiles
+  for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trips(s, an, 0, a);
 
   // --- packing ---
   for (size_t i = 0; i < s.pack.size(); ++i) {
@@ -158,25 +202,71 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   }
   const double slow_frac = 1 - slow;
   est.penalty_s += slow_frac * est.compute_s * 3;
-  for (size_t i = 0; i < an.accesses.size(); ++i)
-    if (an.accesses[i].guarded && s.pack[i] < 0) est.penalty_s += points / W * 1.0 / freq;
+  // Unpacked guarded reads branch per element, but only in register tiles
+  // that reach the border: interior tiles run with the guards proven away
+  // (vectorized reductions excepted).
+  for (size_t i = 0; i < an.accesses.size(); ++i) {
+    if (!an.accesses[i].guarded || s.pack[i] >= 0) continue;
+    // Only windowed axes (a spatial axis sharing an index with a reduction
+    // axis, like oh*stride + rh) can reach the padding.
+    double interior = s.vec_axis < an.num_spatial ? 1 : 0;
+    for (int a = 0; a < an.num_spatial && interior > 0; ++a) {
+      bool windowed = false;
+      for (const auto& row : an.accesses[i].dim_coeff)
+        for (int r = an.num_spatial; r < n; ++r) windowed |= row[a] != 0 && row[r] != 0;
+      if (windowed) interior *= std::max(0.0, 1 - 2.0 * double(s.tile[reg][a]) / double(full[a]));
+    }
+    est.penalty_s += (1 - interior) * points / W * 1.0 / freq;
+  }
   double spatial_reg = 1;
   for (int a = 0; a < an.num_spatial; ++a) spatial_reg *= double(s.tile[reg][a]);
   double reduce_blocks = 1;
   for (int a = an.num_spatial; a < n; ++a) reduce_blocks *= ceil_div(double(full[a]), double(s.tile[reg - 1][a]));
   double spatial_points = 1;
   for (int a = 0; a < an.num_spatial; ++a) spatial_points *= double(full[a]);
-  est.penalty_s += spatial_points / spatial_reg * reduce_blocks * 30.0 / freq;
+  // Each micro-kernel call: set-up plus loading and storing its accumulators.
+  est.penalty_s += spatial_points / spatial_reg * reduce_blocks * (20.0 + 2.0 * acc) / freq;
   // A vectorized reduction axis ends every block with a horizontal sum of
   // its lanes per output element (log2(W) shuffle+add pairs).
   if (s.vec_axis >= an.num_spatial)
     est.penalty_s += spatial_points * reduce_blocks * 2.0 * std::log2(double(s.vec_width) + 1) / freq;
 
+  // L1 set conflicts: an unpacked access that reads R lines a fixed stride
+  // apart per micro-kernel step maps them to way_bytes / gcd(stride, way)
+  // sets; more lines per set than ways and every step misses L1.
+  if (!cpu.caches.empty()) {
+    const CacheLevel& l1 = cpu.caches.front();
+    const int64_t way = std::max<int64_t>(l1.line_bytes, l1.size_bytes / std::max<int64_t>(1, l1.associativity));
+    const double steps = points / std::max(1.0, reg_elems);
+    for (size_t i = 0; i < an.accesses.size(); ++i) {
+      if (s.pack[i] >= 0) continue;
+      const Access& x = an.accesses[i];
+      for (int a = 0; a < an.num_spatial; ++a) {
+        const int64_t R = s.tile[reg][a];
+        if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
+        const int64_t bytes = std::abs(*x.stride[a]) * 4;
+        if (bytes < l1.line_bytes) continue;
+        const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
+        const int64_t per_set = (R + sets - 1) / sets;
+        if (per_set > l1.associativity) est.penalty_s += steps * double(R) * 4.0 / freq;
+      }
+    }
+  }
+
+  // Accumulators are loaded from and stored to the output once per
+  // reduction block; along a vector axis the output is not contiguous on,
+  // that is a gather and a scatter per element.
+  if (s.vec_axis >= 0 && s.vec_axis < an.num_spatial && s.vec_axis != an.num_spatial - 1)
+    est.penalty_s += spatial_points * reduce_blocks * 2.0 / freq;
+
   // --- parallelism ---
   const int used = std::max(1, std::min<int>(threads, int(outer_trips)));
   est.balance = outer_trips / (ceil_div(outer_trips, threads) * threads);
-  double core = est.compute_s;
-  for (double t : est.level_s) core = std::max(core, t);
+  // Compute and traffic overlap, but not perfectly: a soft maximum (the
+  // cube root of the sum of cubes) sits 26% above the larger of two equals.
+  double core = std::pow(est.compute_s, 3);
+  for (double t : est.level_s) core += std::pow(t, 3);
+  core = std::cbrt(core);
   est.seconds = (core + est.pack_s + est.penalty_s) / (threads * est.balance);
   (void)used;
   return est;

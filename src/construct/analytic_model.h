@@ -10,25 +10,34 @@
 //   ilp         = min(1, accumulators / (fma_latency * fma_units));
 //   issue       = FMA cycles / max(FMA cycles, load cycles) per reduction
 //                 step of the micro-kernel (two loads per cycle).
-// Traffic. For each cache level l (tile level 1..L-2) and each access X:
-//   bytes_l(X)  = 4 * D_X(T[l]) * tiles_l / reuse_l(X),
+// Traffic. Per granularity g (a micro-kernel call, each cache tile, the
+// parallel tile) and access X:
+//   bytes_g(X)  = 4 * D_X(T_g) * calls_g / reuse_g(X),
 //   D_X         = data tile: prod over X's dims of sum_a |c_da| (T_a - 1) + 1,
-//   tiles_l     = prod_a ceil(E_a / T[l][a]),
-//   reuse_l(X)  = product of the trip counts of the innermost loops of level
-//                 l whose axes X does not use (its tile stays resident);
-//   the output counts twice (read and write) per reduction block. A level
-//   whose footprint exceeds its cache loses its reuse. Unpacked accesses
+//   calls_g     = prod_a ceil(E_a / T_g[a]),
+//   reuse_g(X)  = product of the trip counts of the innermost enclosing loops
+//                 whose axes X does not use (its tile stays resident);
+//   the output counts twice (read and write) per reduction block. Each cache
+//   (L1, L2, a core's share of L3) pays the traffic of the outermost g whose
+//   footprint fits in 3/4 of it, at the bandwidth filling it, and nothing
+//   when the whole problem fits (kernels run repeatedly, data stays hot).
+//   Unpacked accesses
 //   whose contiguous run is shorter than a cache line pay for whole lines.
 //   Time is bytes over the bandwidth of the level feeding that cache.
 // Packing. Each packed access moves its region twice per pack at the
 // bandwidth of the level it sits in.
 // Penalties. Partial register tiles run a generic path ~4x slower; an
-// unpacked guarded read (padding) costs a branch per element; each
-// micro-kernel call costs ~30 cycles of set-up and write-back.
+// unpacked guarded read (padding) costs a branch per element in register
+// tiles on the border of a windowed axis (interior tiles run unguarded); each
+// micro-kernel call costs ~20 cycles plus a load and a store per
+// accumulator; an output gathered or scattered along the vector axis, L1
+// set conflicts of strided unpacked reads and the horizontal sums of a
+// vectorized reduction are charged per element.
 // Parallelism. Level-0 tiles are dealt to threads; balance is
 // tiles / (ceil(tiles / threads) * threads).
-// Time = (max(compute, traffic per level) + packing + penalties) / (threads
-// * balance): a roofline per core, with overheads that do not overlap.
+// Time = (softmax(compute, traffic per cache) + packing + penalties) / (threads
+// * balance), softmax being the cube root of the sum of cubes: a roofline
+// with imperfect overlap, plus overheads that do not overlap.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 #include "construct/construct.h"
 
+#include "construct/roller.h"
 #include "construct/state_graph.h"
 #include "schedule/anchor.h"
 
@@ -13,7 +14,12 @@ std::vector<Candidate> construct_candidates(const Operator& op, const HwSpec& ta
   t.temperature = options.temperature;
   t.seed = options.seed;
   t.threads = options.threads > 0 ? options.threads : std::max(1, target.cpu.cores);
-  TraversalResult result = traverse_state_graph(anchor, target, seed_states(anchor, target), t);
+  // Seeds: the rule-based starting points and the Roller tree's best leaf;
+  // the multi-objective walk refines from all of them.
+  std::vector<State> seeds = seed_states(anchor, target);
+  if (target.kind == TargetKind::Cpu)
+    for (const State& s : roller_states(anchor, target, t.threads, 1)) seeds.push_back(s);
+  TraversalResult result = traverse_state_graph(anchor, target, seeds, t);
   std::vector<Candidate> out;
   for (const RankedState& r : result.top)
     out.push_back({schedule_with_state(op, target, r.state), r.estimate.seconds});

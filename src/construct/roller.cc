@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "construct/analytic_model.h"
-#include "construct/state_graph.h"
 #include "schedule/anchor.h"
 #include "schedule/path.h"
 
@@ -107,8 +106,19 @@ struct Roller {
 std::vector<Candidate> roller_candidates(const Operator& op, const HwSpec& target, const CompileOptions& options) {
   AnchorInfo anchor = analyze_anchor(op);
   const int threads = options.threads > 0 ? options.threads : std::max(1, target.cpu.cores);
-  std::vector<State> seeds = seed_states(anchor, target);
-  State base = seeds.size() > 1 ? seeds[1] : seeds[0];
+  std::vector<Candidate> out;
+  for (const State& s : roller_states(anchor, target, threads, std::max(1, options.top_k)))
+    out.push_back({schedule_with_state(op, target, s), estimate(anchor, *s, target, threads).seconds});
+  return out;
+}
+
+std::vector<State> roller_states(const AnchorInfo& anchor, const HwSpec& target, int threads, int k) {
+  // Roller's alignment rule: the output's innermost dimension is aligned to
+  // the transaction (here: vector) length.
+  State base = initial_state(anchor, target);
+  if (target.kind == TargetKind::Cpu)
+    if (StepResult v = apply_step(*base, {StepKind::Vectorize, anchor.num_spatial - 1, target.cpu.fp32_lanes()}, anchor, target))
+      base = v.state;
   Roller roller{anchor, target, threads};
 
   struct Leaf {
@@ -154,12 +164,12 @@ std::vector<Candidate> roller_candidates(const Operator& op, const HwSpec& targe
     leaves.push_back({st, e.seconds, traffic});
   }
   std::stable_sort(leaves.begin(), leaves.end(), [](auto& x, auto& y) { return x.traffic_s < y.traffic_s; });
-  std::vector<Candidate> out;
+  std::vector<State> out;
   for (const auto& l : leaves) {
-    if (int(out.size()) == std::max(1, options.top_k)) break;
-    out.push_back({schedule_with_state(op, target, l.state), l.predicted_s});
+    if (int(out.size()) == k) break;
+    out.push_back(l.state);
   }
-  if (out.empty()) out.push_back({schedule_with_state(op, target, base), 0});
+  if (out.empty()) out.push_back(base);
   return out;
 }
 

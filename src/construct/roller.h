@@ -17,9 +17,14 @@
 #include <vector>
 
 #include "driver/strategy.h"
+#include "schedule/state.h"
 
 namespace loom {
 
 std::vector<Candidate> roller_candidates(const Operator& op, const HwSpec& target, const CompileOptions& options);
+
+struct AnchorInfo;
+// The tree's leaves, best first by traffic (at most k).
+std::vector<State> roller_states(const AnchorInfo& anchor, const HwSpec& target, int threads, int k);
 
 }  // namespace loom

@@ -207,7 +207,13 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
     if (!anchor.is_reduce_axis(a) || anchor.is_reduction) axes.push_back(a);
   std::stable_sort(axes.begin(), axes.end(), [&](int a, int b) { return vector_affinity(anchor, a) > vector_affinity(anchor, b); });
   const int wanted = target.cpu.fma_latency * target.cpu.fma_units;
-  for (size_t k = 0; k < axes.size() && k < 2; ++k) {
+  // The output-contiguous axis is always tried, with the inputs that are
+  // strided along it packed (their packed layout is contiguous there).
+  const int out_axis = anchor.num_spatial - 1;
+  if (std::find(axes.begin(), axes.begin() + std::min<size_t>(2, axes.size()), out_axis) ==
+      axes.begin() + std::min<size_t>(2, axes.size()))
+    axes.insert(axes.begin() + std::min<size_t>(2, axes.size()), out_axis);
+  for (size_t k = 0; k < axes.size() && k < 3; ++k) {
     const int v = axes[k];
     StepResult r = apply_step(*init, {StepKind::Vectorize, v, lanes}, anchor, target);
     if (!r) continue;
@@ -233,6 +239,12 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
         }
       }
       if (!grew) break;
+    }
+    for (size_t i = 0; i < anchor.accesses.size(); ++i) {
+      const Access& x = anchor.accesses[i];
+      if (!x.uses_axis[v] || x.stride[v] == 1) continue;
+      const int point = s->make_pack_point(s->reg_level() - 1, int(s->order[s->reg_level() - 1].size()));
+      if (StepResult p = apply_step(*s, {StepKind::Pack, int(i), point}, anchor, target)) s = p.state;
     }
     seeds.push_back(s);
   }

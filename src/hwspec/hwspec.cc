@@ -102,10 +102,12 @@ HwSpec detect_host_cpu() {
     c.vector_bits = 128;
     c.vector_registers = 16;
   }
-  // Not observable from cpuid: two FMA pipes of latency 4 is right for every
-  // recent x86 server core; a bundled spec gives exact values.
+  // Not observable from cpuid: two FMA pipes of latency 4 is right for
+  // recent Intel server cores; AMD Zen 4 executes a 512-bit FMA as two
+  // 256-bit halves, one per cycle. A bundled spec gives exact values.
   c.fma_units = 2;
   c.fma_latency = 4;
+  if (__builtin_cpu_is("amd") && c.vector_bits == 512) c.fma_units = 1;
 
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {

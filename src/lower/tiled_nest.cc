@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 #include "ir/analysis.h"
 
@@ -220,7 +221,7 @@ class TiledNest {
 
   // Loops over the register tile's elements (fast: unrolled, vector axis
   // split into unrolled vectors; slow: bounded by the actual sizes).
-  Elements elements(const std::vector<Region>& r, bool fast) const {
+  Elements elements(const std::vector<Region>& r, bool fast) {
     Elements el;
     el.e.assign(an_.num_axes(), make_int(0));
     const int W = s_.vec_width;
@@ -232,6 +233,8 @@ class TiledNest {
           Var vo("e_" + name + "_v"), vi("e_" + name);
           if (R / W > 1) el.loops.emplace_back(vo, make_int(R / W), ForKind::Unrolled, 1);
           el.loops.emplace_back(vi, make_int(W), ForKind::Vectorized, W);
+          ranges_[vo.get()] = {make_int(0), make_int(R / W - 1)};
+          ranges_[vi.get()] = {make_int(0), make_int(W - 1)};
           el.e[a] = R / W > 1 ? Expr(vo) * W + vi : Expr(vi);
         } else {
           Var v("e_" + name);
@@ -244,6 +247,7 @@ class TiledNest {
       Var v("e_" + name);
       el.loops.emplace_back(v, fast ? make_int(R) : r[a].size, fast ? ForKind::Unrolled : ForKind::Serial, 1);
       el.e[a] = v;
+      ranges_[v.get()] = {make_int(0), fast ? make_int(R - 1) : r[a].size - 1};
     }
     return el;
   }
@@ -257,6 +261,56 @@ class TiledNest {
   // The anchor's source at element `e`, packed accesses read from their
   // buffers.
   Expr source_at(const std::vector<Region>& r, const std::vector<Expr>& e) const {
+    Expr value = raw_source_at(r, e);
+    if (!interior_conds_) return value;
+    // Interior version: guards provably true over the tile are dropped and
+    // their proofs collected; unprovable guards stay.
+    return transform(value, [&](const Expr& x) -> std::optional<Expr> {
+      auto* sel = x.get()->as<SelectNode>();
+      if (!sel) return std::nullopt;
+      std::optional<Expr> holds = holds_over_tile(sel->cond);
+      if (!holds) return std::nullopt;
+      interior_conds_->push_back(*holds);
+      return sel->then_value;
+    });
+  }
+
+  // A runtime condition, free of micro-kernel loop variables, implying that
+  // `cond` is true for every value of those variables in their ranges.
+  std::optional<Expr> holds_over_tile(const Expr& cond) const {
+    if (auto* b = cond.get()->as<BinaryNode>(); b && b->op == BinaryOp::And) {
+      auto x = holds_over_tile(b->a), y = holds_over_tile(b->b);
+      if (!x || !y) return std::nullopt;
+      return *x && *y;
+    }
+    auto* c = cond.get()->as<CompareNode>();
+    if (!c || !c->a.dtype().is_int()) return std::nullopt;
+    Expr d = c->a - c->b;
+    VarMap zero;
+    std::vector<std::pair<int64_t, const std::pair<Expr, Expr>*>> terms;
+    for (const auto& [var, range] : ranges_) {
+      auto k = linear_coeff(d, var);
+      if (!k) return std::nullopt;
+      if (*k == 0) continue;
+      zero[var] = make_int(0);
+      terms.emplace_back(*k, &range);
+    }
+    Expr d0 = substitute(d, zero);
+    Expr lo = d0, hi = d0;
+    for (auto& [k, range] : terms) {
+      lo = lo + (k > 0 ? k * range->first : k * range->second);
+      hi = hi + (k > 0 ? k * range->second : k * range->first);
+    }
+    switch (c->op) {
+      case CompareOp::GE: return lo >= 0;
+      case CompareOp::GT: return lo > 0;
+      case CompareOp::LE: return hi <= 0;
+      case CompareOp::LT: return hi < 0;
+      default: return std::nullopt;
+    }
+  }
+
+  Expr raw_source_at(const std::vector<Region>& r, const std::vector<Expr>& e) const {
     Expr src = transform(an_.source, [&](const Expr& x) -> std::optional<Expr> {
       for (size_t i = 0; i < an_.accesses.size(); ++i) {
         if (x.get() != an_.accesses[i].read.get() || !packed_[i].buffer) continue;
@@ -284,7 +338,34 @@ class TiledNest {
     return in_.lower_reads(substitute(src, at));
   }
 
+  // The fast path, split into an interior version (guards proven true for
+  // the whole tile, e.g. no padding reached) and the guarded one.
   Stmt kernel_body(const std::vector<Region>& r, bool fast) {
+    ranges_.clear();
+    const bool vector_reduction = s_.vec_axis >= an_.num_spatial;  // its lane loops are not ranged
+    if (!fast || !has_guards() || vector_reduction) return kernel_core(r, fast);
+    std::vector<Expr> conds;
+    interior_conds_ = &conds;
+    Stmt interior = kernel_core(r, fast);
+    interior_conds_ = nullptr;
+    if (conds.empty()) return interior;
+    std::vector<Expr> unique;
+    for (const Expr& c : conds) {
+      bool seen = false;
+      for (const Expr& u : unique) seen |= u.str() == c.str();
+      if (!seen) unique.push_back(c);
+    }
+    ranges_.clear();
+    return make_if(and_all(unique), interior, kernel_core(r, fast));
+  }
+
+  bool has_guards() const {
+    for (size_t i = 0; i < an_.accesses.size(); ++i)
+      if (an_.accesses[i].guarded && !packed_[i].buffer) return true;
+    return false;
+  }
+
+  Stmt kernel_core(const std::vector<Region>& r, bool fast) {
     Elements el = elements(r, fast);
     std::vector<Expr> coords;
     for (int a = 0; a < an_.num_spatial; ++a) coords.push_back(r[a].base + el.e[a]);
@@ -334,6 +415,7 @@ class TiledNest {
     for (int a : reduce_order_) {
       rvars.emplace_back("e_" + an_.axes[a].name());
       e[a] = rvars.back();
+      ranges_[rvars.back().get()] = {make_int(0), r[a].size - 1};
     }
     auto accumulate = [&](const Expr& lane, const std::vector<Expr>& at) {
       return make_store(acc, acc_index(lane), combine(make_load(acc, acc_index(lane)), source_at(r, at)));
@@ -381,6 +463,10 @@ class TiledNest {
   std::vector<PackedAccess> packed_;
   std::vector<int> reduce_order_;
   std::vector<int> element_order_;
+  // Loop variables of the micro-kernel being built and their ranges
+  // [lo, hi], for proving guards true over a whole register tile.
+  std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> ranges_;
+  std::vector<Expr>* interior_conds_ = nullptr;  // set while building the interior version
 };
 
 }  // namespace

@@ -179,6 +179,9 @@ Reason check_cpu(const StateData& s, const AnchorInfo& anchor, const HwSpec& tar
     return {"register tile needs {value} vector registers, hwspec has {limit}", acc_regs + operand_regs,
             target.cpu.vector_registers};
   if (elems > 512) return {"register tile of {value} elements is more than {limit} to unroll", elems, 512};
+  // The unrolled reduction body: one vector operation per accumulator.
+  const int64_t body = acc_regs * s.unroll;
+  if (body > 128) return {"micro-kernel body of {value} unrolled vector operations exceeds {limit}", body, 128};
   for (size_t i = 0; i < s.pack.size(); ++i) {
     if (s.pack[i] < 0) continue;
     int level = s.pack_level(s.pack[i]);

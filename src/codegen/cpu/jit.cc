@@ -4,6 +4,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
@@ -44,6 +45,12 @@ class Engine {
 
  private:
   Engine() {
+    // The post-RA list scheduler is quadratic in basic-block size and fully
+    // unrolled micro-kernels make large blocks: it can cost seconds per
+    // kernel for little gain on out-of-order cores. The machine scheduler
+    // before register allocation still runs.
+    const char* args[] = {"loom", "-post-RA-scheduler=false"};
+    llvm::cl::ParseCommandLineOptions(2, args);
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
