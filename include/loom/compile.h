@@ -23,7 +23,7 @@ struct CompileOptions {
   // Construction strategies: how many candidates to emit. With top_k > 1
   // each is compiled, run and timed, and the fastest kept.
   int top_k = 1;
-  int walk_steps = 600;      // Markov walk budget (construct)
+  int walk_steps = 500;      // Markov walk budget (construct)
   double temperature = 0.3;  // of the transition softmax (construct)
   uint64_t seed = 1;         // walks are deterministic for a seed
 };

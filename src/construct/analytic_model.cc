@@ -45,10 +45,17 @@ double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
 
 }  // namespace
 
+double Estimate::objective(int k) const {
+  if (k == 0) return compute_s;
+  if (k <= caches) return level_s[k - 1];
+  if (k == caches + 1) return pack_s + penalty_s;
+  return seconds * (1.0 / std::max(balance, 1e-6) - 1.0);
+}
+
 std::string Estimate::str() const {
   std::ostringstream os;
   os << "t=" << seconds * 1e3 << "ms compute=" << compute_s * 1e3 << "ms traffic=[";
-  for (size_t i = 0; i < level_s.size(); ++i) os << (i ? " " : "") << level_s[i] * 1e3;
+  for (int i = 0; i < caches; ++i) os << (i ? " " : "") << level_s[i] * 1e3;
   os << "]ms pack=" << pack_s * 1e3 << "ms penalty=" << penalty_s * 1e3 << "ms balance=" << balance
      << " vec=" << vector_util << " ilp=" << ilp;
   return os.str();
@@ -110,13 +117,17 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     double footprint = 0, bytes = 0;
   };
   std::vector<Granularity> grains;
-  auto measure = [&](const std::vector<int64_t>& t, const std::vector<int>& enclosing, int enclosing_level) {
+  grains.reserve(size_t(reg) + 2);
+  std::vector<bool> out_uses(n, false);
+  for (int a = 0; a < an.num_spatial; ++a) out_uses[a] = true;
+  auto measure = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int enclosing_level) {
     Granularity g;
     double calls = 1;
     for (int a = 0; a < n; ++a) calls *= ceil_div(double(full[a]), double(t[a]));
     auto add = [&](const std::vector<bool>& uses, double elems, double times, double line_util) {
       double reuse = 1;
-      for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
+      for (const int* it = enclosing.end(); it != enclosing.begin();) {
+        --it;
         if (uses[*it]) break;
         reuse *= trips(s, an, enclosing_level, *it);
       }
@@ -129,52 +140,36 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       for (int a = 0; a < n; ++a)
         if (x.stride[a] && *x.stride[a] == 1) run = double(t[a]);
       double util = s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0);
-      add(x.uses_axis, data_tile(x, t.data()), 1, util);
+      add(x.uses_axis, data_tile(x, t), 1, util);
     }
-    std::vector<bool> out_uses(n, false);
     double out_elems = 1;
-    for (int a = 0; a < an.num_spatial; ++a) {
-      out_uses[a] = true;
-      out_elems *= double(t[a]);
-    }
+    for (int a = 0; a < an.num_spatial; ++a) out_elems *= double(t[a]);
     add(out_uses, out_elems, 2, 1);
     grains.push_back(g);
   };
-  {
-    std::vector<int64_t> call = s.tile.row(reg);
-    for (int a = an.num_spatial; a < n; ++a) call[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
-    std::vector<int> reg_loops(s.order[reg].begin(), s.order[reg].end());
-    measure(call, reg_loops, reg);
-  }
-  for (int l = reg - 1; l >= 1; --l) measure(s.tile.row(l), s.order[l], l);
-  {
-    std::vector<int64_t> t0 = s.tile.row(0);
-    for (int a = an.num_spatial; a < n; ++a) t0[a] = full[a];
-    measure(t0, {}, 0);
-  }
-  std::vector<std::pair<double, double>> caches;  // (capacity, fill bandwidth) from L1 out
-  {
-    int level = 0;
-    for (const CacheLevel& c : cpu.caches) {
-      const double per_cycle = level == 0 ? 32.0 : level == 1 ? 16.0 : 8.0;
-      const double bw = level + 1 < int(cpu.caches.size()) && cpu.caches[level + 1].bandwidth_gbs > 0
-                            ? cpu.caches[level + 1].bandwidth_gbs * 1e9
-                            : per_cycle * freq;
-      caches.emplace_back(double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75, bw);
-      ++level;
-    }
-  }
-  for (const auto& [capacity, bandwidth] : caches) {
+  std::vector<int64_t> scratch = s.tile.row(reg);  // a micro-kernel call's block
+  for (int a = an.num_spatial; a < n; ++a) scratch[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
+  measure(scratch.data(), s.order[reg], reg);
+  for (int l = reg - 1; l >= 1; --l) measure(s.tile[l], s.order[l], l);
+  for (int a = 0; a < n; ++a) scratch[a] = a < an.num_spatial ? s.tile[0][a] : full[a];
+  measure(scratch.data(), {nullptr, nullptr}, 0);
+  for (size_t level = 0; level < cpu.caches.size() && level < est.level_s.size(); ++level) {
+    const CacheLevel& c = cpu.caches[level];
+    const double per_cycle = level == 0 ? 32.0 : level == 1 ? 16.0 : 8.0;
+    const double bandwidth = level + 1 < cpu.caches.size() && cpu.caches[level + 1].bandwidth_gbs > 0
+                                 ? cpu.caches[level + 1].bandwidth_gbs * 1e9
+                                 : per_cycle * freq;
+    const double capacity = double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75;
     // Kernels run repeatedly: a problem that fits in a cache stays there.
     if (grains.back().footprint <= capacity) {
-      est.level_s.push_back(0);
+      est.level_s[est.caches++] = 0;
       continue;
     }
     const Granularity* fit = nullptr;
     for (const Granularity& g : grains)
       if (g.footprint <= capacity) fit = &g;
     double bytes = fit ? fit->bytes : grains.front().bytes * grains.front().footprint / capacity;
-    est.level_s.push_back(bytes / bandwidth);
+    est.level_s[est.caches++] = bytes / bandwidth;
   }
   double outer_trips = 1;  // number of level-0 tiles
   for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trips(s, an, 0, a);
@@ -265,7 +260,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // Compute and traffic overlap, but not perfectly: a soft maximum (the
   // cube root of the sum of cubes) sits 26% above the larger of two equals.
   double core = std::pow(est.compute_s, 3);
-  for (double t : est.level_s) core += std::pow(t, 3);
+  for (int i = 0; i < est.caches; ++i) core += std::pow(est.level_s[i], 3);
   core = std::cbrt(core);
   est.seconds = (core + est.pack_s + est.penalty_s) / (threads * est.balance);
   (void)used;

@@ -40,6 +40,7 @@
 // with imperfect overlap, plus overheads that do not overlap.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,13 @@ namespace loom {
 struct Estimate {
   double seconds = 0;          // predicted time
   double compute_s = 0;        // at the achievable FMA rate
-  std::vector<double> level_s; // traffic time into each cache level, outermost first
+  // Traffic time into each cache, L1 first (only the first `caches` used).
+  std::array<double, 4> level_s{};
+  int caches = 0;
+  // The objectives the state graph weighs: compute, traffic per cache,
+  // packing + penalties, and the time lost to parallel imbalance.
+  int num_objectives() const { return caches + 3; }
+  double objective(int k) const;
   double pack_s = 0;
   double penalty_s = 0;
   double balance = 1;          // parallel load balance in (0, 1]

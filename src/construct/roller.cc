@@ -160,7 +160,7 @@ std::vector<State> roller_states(const AnchorInfo& anchor, const HwSpec& target,
     if (dup) continue;
     Estimate e = estimate(anchor, *st, target, threads);
     double traffic = 0;
-    for (double t : e.level_s) traffic = std::max(traffic, t);
+    for (int c = 0; c < e.caches; ++c) traffic = std::max(traffic, e.level_s[c]);
     leaves.push_back({st, e.seconds, traffic});
   }
   std::stable_sort(leaves.begin(), leaves.end(), [](auto& x, auto& y) { return x.traffic_s < y.traffic_s; });

@@ -14,7 +14,6 @@ namespace {
 struct VertexData {
   State state;
   Estimate estimate;
-  std::vector<double> objectives;
   bool expanded = false;
 };
 
@@ -26,13 +25,6 @@ struct EdgeData {
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexData, EdgeData>;
 using Vertex = Graph::vertex_descriptor;
 
-std::vector<double> objectives_of(const Estimate& e) {
-  std::vector<double> o{e.compute_s};
-  for (double t : e.level_s) o.push_back(t);
-  o.push_back(e.pack_s + e.penalty_s);
-  o.push_back(e.seconds * (1.0 / std::max(e.balance, 1e-6) - 1.0));
-  return o;
-}
 
 class Traversal {
  public:
@@ -88,7 +80,6 @@ class Traversal {
     Vertex v = boost::add_vertex(graph_);
     graph_[v].state = s;
     graph_[v].estimate = estimate(anchor_, *s, target_, options_.threads);
-    graph_[v].objectives = objectives_of(graph_[v].estimate);
     bucket.push_back(v);
     return v;
   }
@@ -99,20 +90,23 @@ class Traversal {
     const State from = graph_[v].state;
     std::vector<std::pair<Vertex, Step>> next;
     for (const Step& step : candidate_steps(*from, anchor_, target_)) {
+      // On one thread the parallel tiles change nothing.
+      const bool parallel_tile = (step.kind == StepKind::TileGrow || step.kind == StepKind::TileShrink) && step.a == 0;
+      if (parallel_tile && options_.threads == 1) continue;
       StepResult r = apply_step(*from, step, anchor_, target_);
       if (r) next.emplace_back(vertex_for(r.state), step);  // illegal steps: a cheap, expected outcome
     }
     if (next.empty()) return;
-    const std::vector<double>& o = graph_[v].objectives;
+    const Estimate& o = graph_[v].estimate;
     double total = 0;
-    for (double x : o) total += x;
+    for (int k = 0; k < o.num_objectives(); ++k) total += o.objective(k);
     std::vector<double> score;
     for (auto& [n, step] : next) {
-      const std::vector<double>& p = graph_[n].objectives;
-      double s = std::log(graph_[v].estimate.seconds / graph_[n].estimate.seconds);
-      for (size_t k = 0; k < o.size(); ++k) {
+      const Estimate& p = graph_[n].estimate;
+      double s = std::log(o.seconds / p.seconds);
+      for (int k = 0; k < o.num_objectives(); ++k) {
         const double eps = 1e-12;
-        s += (o[k] / std::max(total, eps)) * std::log((o[k] + eps) / (p[k] + eps));
+        s += (o.objective(k) / std::max(total, eps)) * std::log((o.objective(k) + eps) / (p.objective(k) + eps));
       }
       score.push_back(s / options_.temperature);
     }

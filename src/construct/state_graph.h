@@ -32,7 +32,7 @@ namespace loom {
 
 struct TraversalOptions {
   int top_k = 10;
-  int walk_steps = 600;
+  int walk_steps = 500;
   double temperature = 0.3;
   double restart_probability = 0.05;
   uint64_t seed = 1;

@@ -31,8 +31,7 @@ bool StateData::operator==(const StateData& o) const {
 size_t StateData::hash() const {
   size_t h = size_t(target);
   for (int64_t t : tile.flat()) hash_combine(h, std::hash<int64_t>()(t));
-  for (const auto& lvl : order)
-    for (int a : lvl) hash_combine(h, size_t(a) + 17);
+  for (int a : order.flat()) hash_combine(h, size_t(a) + 17);
   hash_combine(h, size_t(vec_axis + 1) * 31 + size_t(vec_width));
   hash_combine(h, size_t(unroll));
   for (int p : pack) hash_combine(h, size_t(p + 2));
@@ -85,9 +84,10 @@ State initial_state(const AnchorInfo& anchor, const HwSpec& target) {
     if (a < s->num_spatial) spatial.push_back(a);
   }
   s->tile = TileTable(levels, s->num_axes);
+  s->order = OrderTable(s->num_axes);
   for (int l = 0; l < levels; ++l) {
     for (int a = 0; a < s->num_axes; ++a) s->tile[l][a] = l == levels - 1 ? 1 : full[a];
-    s->order.push_back(l == 0 || l == levels - 1 ? spatial : all_axes);
+    s->order.add_level(l == 0 || l == levels - 1 ? spatial : all_axes);
   }
   s->pack.assign(anchor.accesses.size(), -1);
   return s;

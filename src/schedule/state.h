@@ -59,12 +59,49 @@ class TileTable {
   std::vector<int64_t> data_;
 };
 
+// Loop orders, one list of axes per level, in one allocation as well. Row
+// views behave like small vectors of axis indices.
+class OrderTable {
+ public:
+  template <typename T>
+  struct Row {
+    T* first;
+    T* last;
+    size_t size() const { return size_t(last - first); }
+    T& operator[](size_t i) const { return first[i]; }
+    T* begin() const { return first; }
+    T* end() const { return last; }
+    operator std::vector<int>() const { return {first, last}; }
+  };
+  OrderTable() = default;
+  explicit OrderTable(int axes) : stride_(axes + 1) {}
+  void add_level(const std::vector<int>& axes) {
+    data_.push_back(int(axes.size()));
+    data_.insert(data_.end(), axes.begin(), axes.end());
+    data_.resize(data_.size() + size_t(stride_ - 1) - axes.size(), -1);
+  }
+  Row<int> operator[](int level) {
+    int* row = data_.data() + size_t(level) * size_t(stride_);
+    return {row + 1, row + 1 + row[0]};
+  }
+  Row<const int> operator[](int level) const {
+    const int* row = data_.data() + size_t(level) * size_t(stride_);
+    return {row + 1, row + 1 + row[0]};
+  }
+  bool operator==(const OrderTable& o) const { return data_ == o.data_; }
+  const std::vector<int>& flat() const { return data_; }
+
+ private:
+  int stride_ = 1;
+  std::vector<int> data_;
+};
+
 struct StateData {
   TargetKind target = TargetKind::Cpu;
   int num_axes = 0;
   int num_spatial = 0;
   TileTable tile;                          // [level][axis]
-  std::vector<std::vector<int>> order;     // [level]: axes in loop order, outermost first
+  OrderTable order;                        // [level]: axes in loop order, outermost first
   int vec_axis = -1;                       // -1: scalar micro-kernel
   int vec_width = 1;
   int unroll = 1;                          // unroll of the innermost reduction loop
