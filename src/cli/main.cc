@@ -14,7 +14,7 @@ const char* kUsage =
     "                            [--threads=N] [--hwspec=NAME|FILE] [--seed=S] [--walk-steps=N]\n"
     "                            [--repeats=N] [--json] [--dump-ir]\n"
     "                            compile, run on random inputs, check against the reference, time\n"
-    "  workload [bert] [--threads=N] [--strategy=...] [--json]\n"
+    "  workload [bert] [--threads=N] [--strategy=construct] [--top-k=K] [--json]\n"
     "                            the operators of one BERT-base encoder layer (sequence 128)\n"
     "  hwspecs                   list bundled hardware specs\n";
 

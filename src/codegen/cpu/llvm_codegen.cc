@@ -7,6 +7,7 @@
 
 #include <unordered_map>
 
+#include "codegen/cpu/vector_math.h"
 #include "ir/analysis.h"
 
 namespace loom::codegen {
@@ -342,24 +343,13 @@ class FunctionEmitter {
     throw InternalError(std::string("codegen: bad binary op ") + to_string(n->op));
   }
 
-  // Calls a scalar libm function lane by lane.
-  Value* libm_call(const char* name, Value* x) {
-    Type* f = b_.getFloatTy();
-    auto callee = m_.getOrInsertFunction(name, llvm::FunctionType::get(f, {f}, false));
-    if (!is_vec(x)) return b_.CreateCall(callee, {x});
-    Value* out = llvm::PoisonValue::get(x->getType());
-    for (int i = 0; i < lanes_; ++i)
-      out = b_.CreateInsertElement(out, b_.CreateCall(callee, {b_.CreateExtractElement(x, uint64_t(i))}), uint64_t(i));
-    return out;
-  }
-
   Value* unary(const UnaryNode* n) {
     Value* x = expr(n->a);
     Type* t = x->getType();
     switch (n->op) {
       case UnaryOp::Neg: return n->dtype.is_float() ? b_.CreateFNeg(x) : b_.CreateNeg(x);
       case UnaryOp::Not: return b_.CreateNot(x);
-      case UnaryOp::Exp: return b_.CreateCall(intrinsic(llvm::Intrinsic::exp, t), {x});
+      case UnaryOp::Exp: return emit_exp(b_, m_, x);
       case UnaryOp::Log: return b_.CreateCall(intrinsic(llvm::Intrinsic::log, t), {x});
       case UnaryOp::Sqrt: return b_.CreateCall(intrinsic(llvm::Intrinsic::sqrt, t), {x});
       case UnaryOp::Rsqrt:
@@ -367,8 +357,8 @@ class FunctionEmitter {
       case UnaryOp::Abs:
         if (n->dtype.is_float()) return b_.CreateCall(intrinsic(llvm::Intrinsic::fabs, t), {x});
         return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::Constant::getNullValue(t)), b_.CreateNeg(x), x);
-      case UnaryOp::Tanh: return libm_call("tanhf", x);
-      case UnaryOp::Erf: return libm_call("erff", x);
+      case UnaryOp::Tanh: return emit_tanh(b_, m_, x);
+      case UnaryOp::Erf: return emit_erf(b_, m_, x);
     }
     throw InternalError("codegen: bad unary op");
   }
@@ -398,11 +388,21 @@ class FunctionEmitter {
     throw InternalError("codegen: bad compare op");
   }
 
-  // Only the taken side of a select may be evaluated: it can read memory
-  // that is out of bounds when the condition is false (padding).
+  // A select may guard a read that is out of bounds when its condition is
+  // false (padding). With a uniform condition both sides are evaluated with
+  // every load's index clamped into its buffer, then blended: no branch to
+  // mispredict. With a lane-varying one, loads are masked instead.
   Value* select_value(const Expr& e, const SelectNode* n) {
     Value* cond = expr(n->cond);
     const int lanes = lanes_of(e);
+    if (!is_vec(cond) && speculatable(n->then_value) && speculatable(n->else_value)) {
+      bool saved = clamp_loads_;
+      clamp_loads_ = true;
+      Value* tv = splat(expr(n->then_value), lanes);
+      Value* ev = splat(expr(n->else_value), lanes);
+      clamp_loads_ = saved;
+      return b_.CreateSelect(cond, tv, ev);
+    }
     if (!is_vec(cond)) {
       Function* fn = b_.GetInsertBlock()->getParent();
       BasicBlock* then_bb = BasicBlock::Create(ctx_, "then", fn);
@@ -433,6 +433,19 @@ class FunctionEmitter {
     return b_.CreateSelect(cond, tv, ev);
   }
 
+  // Cheap enough to evaluate on both sides of a select: loads and plain
+  // arithmetic, no transcendental calls, no nested selects.
+  static bool speculatable(const Expr& e) {
+    bool ok = true;
+    visit(e, [&](const Expr& x) {
+      if (auto* u = x.get()->as<UnaryNode>())
+        ok &= u->op == UnaryOp::Neg || u->op == UnaryOp::Abs || u->op == UnaryOp::Not;
+      ok &= x.get()->kind != ExprKind::Select;
+      return ok;
+    });
+    return ok;
+  }
+
   Value* cast_value(const CastNode* n) {
     Value* x = expr(n->value);
     DType from = n->value.dtype(), to = n->dtype;
@@ -444,10 +457,30 @@ class FunctionEmitter {
     return b_.CreateIntCast(x, t, !from.is_bool());
   }
 
+  // Clamps an index into [0, size - span] of its buffer (speculated loads;
+  // span is the vector width of a contiguous load, else 1).
+  Value* clamped(Value* index, const BufferNode* buffer, int64_t span = 1) {
+    Value* last = expr(product(buffer->shape) - span);
+    if (is_vec(index)) last = splat(last, lanes_);
+    Value* zero = llvm::Constant::getNullValue(index->getType());
+    Value* low = b_.CreateSelect(b_.CreateICmpSLT(index, zero), zero, index);
+    return b_.CreateSelect(b_.CreateICmpSGT(low, last), last, low);
+  }
+
   Value* load(const LoadNode* n) {
     Value* base = bufs_.at(n->buffer.get());
     Type* elt = scalar_type(n->dtype);
     const llvm::Align align(kElementAlign);
+    if (clamp_loads_) {  // speculated: clamp the address, keep the access shape
+      if (lanes_of(n->index) == 1)
+        return b_.CreateAlignedLoad(elt, b_.CreateGEP(elt, base, clamped(expr(n->index), n->buffer.get())), align);
+      auto* vt = llvm::FixedVectorType::get(elt, lanes_);
+      if (linear_coeff(n->index, vec_var_) == 1)
+        return b_.CreateAlignedLoad(
+            vt, b_.CreateGEP(elt, base, clamped(scalar_expr(n->index), n->buffer.get(), lanes_)), align);
+      return b_.CreateMaskedGather(vt, b_.CreateGEP(elt, base, clamped(expr(n->index), n->buffer.get())), align,
+                                   all_true());
+    }
     if (lanes_of(n->index) == 1) {
       Value* ptr = b_.CreateGEP(elt, base, expr(n->index));
       if (!mask_) return b_.CreateAlignedLoad(elt, ptr, align);
@@ -473,6 +506,7 @@ class FunctionEmitter {
   int lanes_ = 1;
   bool scalarize_ = false;
   bool in_parallel_ = false;
+  bool clamp_loads_ = false;  // inside a speculated select
   Value* mask_ = nullptr;
   int task_count_ = 0;
 };

@@ -1,0 +1,18 @@
+// Transcendental functions as inline IR on scalars or vectors.
+//
+// LLVM lowers llvm.exp on vectors to one libm call per lane, and has no erf
+// or tanh intrinsic at all; these polynomial forms vectorize with the rest
+// of the kernel. Accuracy (float32): exp within 2 ulp over [-87, 88], erf
+// within 1.5e-7 absolute (Abramowitz & Stegun 7.1.26), tanh within 1e-7
+// absolute via exp. Inputs outside exp's range saturate to 0 or +inf.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace loom::codegen {
+
+llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x);
+llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x);
+llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x);
+
+}  // namespace loom::codegen
