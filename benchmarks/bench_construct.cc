@@ -6,8 +6,8 @@
 // For each thread configuration (1 = pinned to CPU 0; all = every core) and
 // each workload it compiles the operator with construct top-1, construct
 // top-10, roller top-1 and roller top-10, checks every kernel against the
-// reference executor, then times all methods round-robin in the same
-// process (so drift and noise hit them alike) and reports medians. Fused
+// reference executor, then times all methods in the same process (round-
+// robin on one thread, in blocks on several) and reports medians. Fused
 // rows compare one fused kernel with the same operators run one by one.
 #include <sched.h>
 #include <omp.h>
@@ -166,8 +166,20 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Round-robin medians (ms per call) of several callables.
-std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, double budget_ms) {
+// Medians (ms per call) of several callables. On one thread they are timed
+// round-robin, so drift and noise hit all alike. On several, each is timed
+// in its own block: interleaving would let one library's idle-spinning
+// workers (OpenMP spins after every parallel region) steal the cores the
+// next one runs on.
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, double budget_ms, bool blocks) {
+  if (blocks) {
+    std::vector<double> med;
+    for (const auto& fn : fns) {
+      std::vector<double> one = time_interleaved({fn}, budget_ms / double(fns.size()), false);
+      med.push_back(one[0]);
+    }
+    return med;
+  }
   std::vector<int> reps(fns.size(), 1);
   for (size_t i = 0; i < fns.size(); ++i) {  // warm up and calibrate to >= 1 ms per sample
     fns[i]();
@@ -262,7 +274,7 @@ int main(int argc, char** argv) {
       std::vector<std::function<void()>> fns;
       for (const auto& r : runs) fns.push_back([&r] { r.run(); });
       for (const auto& b : base) fns.push_back(b.run);
-      std::vector<double> ms = time_interleaved(fns, budget_ms);
+      std::vector<double> ms = time_interleaved(fns, budget_ms, threads > 1);
       auto gf = [&](size_t i) { return i < ms.size() ? gflop / (ms[i] / 1e3) : NAN; };
       bool ok = true;
       for (const auto& r : runs) ok &= r.ok;

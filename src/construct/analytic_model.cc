@@ -1,6 +1,5 @@
 #include "construct/analytic_model.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -11,17 +10,6 @@ namespace loom {
 namespace {
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
-
-// Footprint in elements of an access's data tile for tile sizes `t`.
-double data_tile(const Access& x, const int64_t* t) {
-  double elems = 1;
-  for (const auto& row : x.dim_coeff) {
-    double extent = 1;
-    for (size_t a = 0; a < row.size(); ++a) extent += double(row[a]) * double(t[a] - 1);
-    elems *= extent;
-  }
-  return elems;
-}
 
 // Bytes per second filling the private cache at tile level `level` (packing).
 double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
@@ -94,7 +82,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     if (a != s.vec_axis) t[a] = 1;
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     const Access& x = an.accesses[i];
-    double elems = data_tile(x, t.data());
+    double elems = x.data_tile(t.data());
     bool contiguous = s.vec_axis >= 0 && x.uses_axis[s.vec_axis] &&
                       (s.pack[i] >= 0 || (x.stride[s.vec_axis] && *x.stride[s.vec_axis] == 1));
     if (s.vec_axis >= 0 && x.uses_axis[s.vec_axis] && !contiguous) gather = true;
@@ -140,7 +128,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       for (int a = 0; a < n; ++a)
         if (x.stride[a] && *x.stride[a] == 1) run = double(t[a]);
       double util = s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0);
-      add(x.uses_axis, data_tile(x, t), 1, util);
+      add(x.uses_axis, x.data_tile(t), 1, util);
     }
     double out_elems = 1;
     for (int a = 0; a < an.num_spatial; ++a) out_elems *= double(t[a]);

@@ -11,15 +11,6 @@ namespace loom {
 
 namespace {
 
-double data_tile(const Access& x, const std::vector<int64_t>& t) {  // elements
-  double elems = 1;
-  for (const auto& row : x.dim_coeff) {
-    double extent = 1;
-    for (size_t a = 0; a < row.size(); ++a) extent += double(row[a]) * double(t[a] - 1);
-    elems *= extent;
-  }
-  return elems;
-}
 
 struct Roller {
   const AnchorInfo& an;
@@ -29,7 +20,7 @@ struct Roller {
   // Footprint (bytes) and whole-operator traffic (bytes) for tile `t`.
   double footprint(const std::vector<int64_t>& t) const {
     double f = 0, out = 1;
-    for (const Access& x : an.accesses) f += data_tile(x, t);
+    for (const Access& x : an.accesses) f += x.data_tile(t.data());
     for (int a = 0; a < an.num_spatial; ++a) out *= double(t[a]);
     return 4 * (f + out);
   }

@@ -82,11 +82,6 @@ std::optional<double> const_float(const Expr& e) {
   return std::nullopt;
 }
 
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
 
 // An immediate mixed with a value of another type takes that type, so
 // `x * 2` and `x + 0.5f` read naturally; any other mismatch is a user error.
@@ -117,10 +112,12 @@ std::optional<Expr> fold_int(BinaryOp op, const Expr& a, const Expr& b) {
       case BinaryOp::Add: return checked(__builtin_add_overflow(*x, *y, &r), r, *x, *y, "+");
       case BinaryOp::Sub: return checked(__builtin_sub_overflow(*x, *y, &r), r, *x, *y, "-");
       case BinaryOp::Mul: return checked(__builtin_mul_overflow(*x, *y, &r), r, *x, *y, "*");
-      case BinaryOp::Div: LOOM_USER_CHECK(*y != 0, "division by zero in ", a.str(), " / 0"); return make_int(floor_div(*x, *y));
-      case BinaryOp::Mod: LOOM_USER_CHECK(*y != 0, "modulo by zero in ", a.str(), " % 0"); return make_int(floor_mod(*x, *y));
-      case BinaryOp::Min: return make_int(std::min(*x, *y));
-      case BinaryOp::Max: return make_int(std::max(*x, *y));
+      case BinaryOp::Div:
+      case BinaryOp::Mod:
+        LOOM_USER_CHECK(*y != 0, "division by zero in ", a.str(), " ", to_string(op), " 0");
+        return make_int(apply_int_op(op, *x, *y));
+      case BinaryOp::Min:
+      case BinaryOp::Max: return make_int(apply_int_op(op, *x, *y));
       default: return std::nullopt;
     }
   }
@@ -149,6 +146,26 @@ std::optional<Expr> fold_int(BinaryOp op, const Expr& a, const Expr& b) {
 }
 
 }  // namespace
+
+int64_t apply_int_op(BinaryOp op, int64_t x, int64_t y) {
+  auto wrap = [](uint64_t v) { return int64_t(v); };
+  switch (op) {
+    case BinaryOp::Add: return wrap(uint64_t(x) + uint64_t(y));
+    case BinaryOp::Sub: return wrap(uint64_t(x) - uint64_t(y));
+    case BinaryOp::Mul: return wrap(uint64_t(x) * uint64_t(y));
+    case BinaryOp::Div:
+    case BinaryOp::Mod: {
+      LOOM_INTERNAL_CHECK(y != 0, "integer division by zero");
+      int64_t q = x / y;
+      if (x % y != 0 && ((x < 0) != (y < 0))) --q;
+      return op == BinaryOp::Div ? q : x - q * y;
+    }
+    case BinaryOp::Min: return std::min(x, y);
+    case BinaryOp::Max: return std::max(x, y);
+    default: break;
+  }
+  throw InternalError(std::string("not an integer arithmetic op: ") + to_string(op));
+}
 
 Expr make_binary(BinaryOp op, Expr a, Expr b) {
   unify_types(a, b, to_string(op));

@@ -143,6 +143,11 @@ struct LoadNode : ExprNode {
   Expr index;  // flat element offset
 };
 
+// The integer meaning of an arithmetic op: floor division and modulo,
+// wrapping add/sub/mul. The one definition shared by constant folding,
+// size binding and the reference executor.
+int64_t apply_int_op(BinaryOp op, int64_t x, int64_t y);
+
 // Construction helpers (with the same folding as the public operators).
 Expr make_int(int64_t v);
 Expr make_float(double v, DType t = DType::f32());

@@ -8,11 +8,6 @@ namespace loom {
 
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 std::string shape_text(const std::vector<int64_t>& s) {
   std::ostringstream os;
   os << "[";
@@ -54,18 +49,7 @@ int64_t eval_int(const Expr& e, const SizeBinding& binding) {
     }
     case ExprKind::Binary: {
       auto* b = n->as<BinaryNode>();
-      int64_t x = eval_int(b->a, binding), y = eval_int(b->b, binding);
-      switch (b->op) {
-        case BinaryOp::Add: return x + y;
-        case BinaryOp::Sub: return x - y;
-        case BinaryOp::Mul: return x * y;
-        case BinaryOp::Div: return floor_div(x, y);
-        case BinaryOp::Mod: return x - floor_div(x, y) * y;
-        case BinaryOp::Min: return std::min(x, y);
-        case BinaryOp::Max: return std::max(x, y);
-        default: break;
-      }
-      break;
+      return apply_int_op(b->op, eval_int(b->a, binding), eval_int(b->b, binding));
     }
     default: break;
   }

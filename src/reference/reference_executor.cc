@@ -12,11 +12,6 @@ namespace loom {
 
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 // Values of one compute tensor, filled point by point as they are needed.
 struct Memo {
   std::vector<int64_t> shape;
@@ -113,18 +108,7 @@ class Interpreter {
       }
       case ExprKind::Binary: {
         auto* b = n->as<BinaryNode>();
-        int64_t x = integer(b->a), y = integer(b->b);
-        switch (b->op) {
-          case BinaryOp::Add: return x + y;
-          case BinaryOp::Sub: return x - y;
-          case BinaryOp::Mul: return x * y;
-          case BinaryOp::Div: return floor_div(x, y);
-          case BinaryOp::Mod: return x - floor_div(x, y) * y;
-          case BinaryOp::Min: return std::min(x, y);
-          case BinaryOp::Max: return std::max(x, y);
-          default: break;
-        }
-        break;
+        return apply_int_op(b->op, integer(b->a), integer(b->b));
       }
       case ExprKind::Unary:
         if (n->as<UnaryNode>()->op == UnaryOp::Neg) return -integer(n->as<UnaryNode>()->a);
@@ -141,10 +125,7 @@ class Interpreter {
   bool condition(const Expr& e) {
     const ExprNode* n = e.get();
     if (auto* c = n->as<CompareNode>()) {
-      bool is_float = c->a.dtype().is_float();
-      double x = is_float ? real(c->a) : double(integer(c->a));
-      double y = is_float ? real(c->b) : double(integer(c->b));
-      if (!is_float) {  // compare exactly in int64
+      if (!c->a.dtype().is_float()) {  // compare exactly in int64
         int64_t xi = integer(c->a), yi = integer(c->b);
         switch (c->op) {
           case CompareOp::LT: return xi < yi;
@@ -155,6 +136,7 @@ class Interpreter {
           case CompareOp::NE: return xi != yi;
         }
       }
+      double x = real(c->a), y = real(c->b);
       switch (c->op) {
         case CompareOp::LT: return x < y;
         case CompareOp::LE: return x <= y;

@@ -1,5 +1,6 @@
 #include "runtime/thread_pool.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -11,6 +12,21 @@ namespace loom {
 
 namespace {
 thread_local ThreadPool* current_pool = nullptr;
+
+// Spins until `ready()` or about `budget_us` have passed; true when ready.
+template <typename Ready>
+bool spin_until(Ready ready, int budget_us) {
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    __builtin_ia32_pause();
+    if ((i & 255) == 255 &&
+        std::chrono::steady_clock::now() - start > std::chrono::microseconds(budget_us))
+      return ready();
+  }
+}
+
+constexpr int kSpinMicros = 200;
 
 std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
   int64_t base = n / chunks, extra = n % chunks;
@@ -26,7 +42,7 @@ ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
@@ -35,25 +51,20 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   while (true) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n;
-    int chunks;
-    {
+    auto has_work = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+    if (!spin_until(has_work, kSpinMicros)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = n_;
-      chunks = chunks_;
+      wake_.wait(lock, has_work);
     }
-    if (index < chunks) {
-      auto [b, e] = chunk_range(n, chunks, index);
-      (*job)(b, e);
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    if (index < chunks_) {
+      auto [b, e] = chunk_range(n_, chunks_, index);
+      (*job_)(b, e);
     }
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -66,19 +77,22 @@ void ThreadPool::run(int64_t n, const std::function<void(int64_t, int64_t)>& fn)
     return;
   }
   std::lock_guard<std::mutex> serial(run_mutex_);
+  job_ = &fn;
+  n_ = n;
+  chunks_ = chunks;
+  pending_.store(threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);  // publishes the job
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    n_ = n;
-    chunks_ = chunks;
-    pending_ = threads_ - 1;
-    ++generation_;
+    std::lock_guard<std::mutex> lock(mutex_);  // no sleeper misses the new generation
   }
   wake_.notify_all();
   auto [b, e] = chunk_range(n, chunks, 0);
   fn(b, e);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(done, kSpinMicros)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, done);
+  }
 }
 
 ThreadPool& ThreadPool::with_threads(int threads) {

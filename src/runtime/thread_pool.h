@@ -4,9 +4,12 @@
 // into at most N contiguous chunks, one per thread: static scheduling suits
 // the regular loop nests loom generates. Kernels pick the pool for their
 // thread count when they run; generated code reaches it through
-// loom_parallel_for.
+// loom_parallel_for. Idle workers spin for a short while before sleeping,
+// so back-to-back parallel loops (every small kernel) do not pay a futex
+// wake-up each; a long-idle pool costs nothing.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -38,12 +41,12 @@ class ThreadPool {
   std::mutex mutex_;
   std::mutex run_mutex_;  // one run at a time per pool
   std::condition_variable wake_, done_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;  // published by generation_
   int64_t n_ = 0;
   int chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
 };
 
 // Makes `pool` the one loom_parallel_for uses on this thread while alive.

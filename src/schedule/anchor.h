@@ -30,6 +30,17 @@ struct Access {
   // sum over axes |coeff(dim, axis)| * (tile(axis) - 1) + 1.
   std::vector<std::vector<int64_t>> dim_coeff;  // [dim][axis], 0 when not affine
   bool guarded = false;  // reads through a select (padding): a branch per element unless packed
+
+  // Elements of the data tile read for axis tile sizes `tile` (per axis).
+  double data_tile(const int64_t* tile) const {
+    double elems = 1;
+    for (const auto& row : dim_coeff) {
+      double extent = 1;
+      for (size_t a = 0; a < row.size(); ++a) extent += double(row[a]) * double(tile[a] - 1);
+      elems *= extent;
+    }
+    return elems;
+  }
 };
 
 struct AnchorInfo {
