@@ -30,10 +30,12 @@ struct CpuSpec {
   double frequency_ghz = 1.0;
   double peak_gflops_per_core = 0;  // fp32; derived when absent
   double dram_bandwidth_gbs = 0;
+  int load_bytes_per_cycle = 0;     // L1 load bandwidth; 0: two full vectors
   std::vector<CacheLevel> caches;  // innermost first
   std::vector<std::string> isa;    // e.g. {"avx2", "fma", "avx512f"}
 
   int fp32_lanes() const { return vector_bits / 32; }
+  int load_bytes() const { return load_bytes_per_cycle > 0 ? load_bytes_per_cycle : vector_bits / 4; }
 };
 
 struct GpuSpec {

@@ -86,11 +86,14 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     bool contiguous = s.vec_axis >= 0 && x.uses_axis[s.vec_axis] &&
                       (s.pack[i] >= 0 || (x.stride[s.vec_axis] && *x.stride[s.vec_axis] == 1));
     if (s.vec_axis >= 0 && x.uses_axis[s.vec_axis] && !contiguous) gather = true;
-    loads += contiguous ? elems / W : elems;
+    // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
+    // or broadcast load takes one of the two load ports.
+    const double vector_cost = std::max(0.5, double(cpu.vector_bits / 8) / double(cpu.load_bytes()));
+    loads += contiguous ? elems / W * vector_cost : elems * 0.5;
   }
   if (gather) est.vector_util /= 2.0 * W / lanes + 1;
   const double fma_cycles = acc / cpu.fma_units;
-  const double issue = fma_cycles / std::max(fma_cycles, loads / 2.0);  // two loads per cycle
+  const double issue = fma_cycles / std::max(fma_cycles, loads);  // `loads` is in cycles
   const double peak = cpu.peak_gflops_per_core * 1e9;
   est.compute_s = flops / (peak * est.vector_util * est.ilp * issue);
 

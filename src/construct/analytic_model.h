@@ -9,7 +9,8 @@
 //                 gathered (stride not 0 or 1 along the vector axis);
 //   ilp         = min(1, accumulators / (fma_latency * fma_units));
 //   issue       = FMA cycles / max(FMA cycles, load cycles) per reduction
-//                 step of the micro-kernel (two loads per cycle).
+//                 step of the micro-kernel (vector loads at the hwspec's L1
+//                 load bandwidth, scalar/broadcast loads on two ports).
 // Traffic. Per granularity g (a micro-kernel call, each cache tile, the
 // parallel tile) and access X:
 //   bytes_g(X)  = 4 * D_X(T_g) * calls_g / reuse_g(X),

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <cmath>
+#include <map>
 #include <random>
 #include <unordered_map>
 
@@ -61,11 +62,21 @@ class Traversal {
     std::stable_sort(all.begin(), all.end(), [&](Vertex a, Vertex b) {
       return graph_[a].estimate.seconds < graph_[b].estimate.seconds;
     });
+    // Emit the best states, at most two per micro-kernel shape (register
+    // tile and vector axis) at first, so that measuring the top K compares
+    // different kernel designs, not ten variants of one; then fill up.
     TraversalResult result;
-    for (Vertex v : all) {
-      if (int(result.top.size()) == options_.top_k) break;
-      result.top.push_back({graph_[v].state, graph_[v].estimate, pi[v]});
-    }
+    std::map<std::vector<int64_t>, int> per_shape;
+    std::vector<bool> chosen(all.size(), false);
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < all.size() && int(result.top.size()) < options_.top_k; ++i) {
+        const StateData& st = *graph_[all[i]].state;
+        std::vector<int64_t> shape = st.tile.row(st.reg_level());
+        shape.push_back(st.vec_axis);
+        if (chosen[i] || (pass == 0 && per_shape[shape]++ >= 2)) continue;
+        chosen[i] = true;
+        result.top.push_back({graph_[all[i]].state, graph_[all[i]].estimate, pi[all[i]]});
+      }
     result.vertices = int(boost::num_vertices(graph_));
     result.edges = int(boost::num_edges(graph_));
     result.steps_taken = taken;

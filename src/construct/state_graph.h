@@ -17,8 +17,9 @@
 // a seed, or at a state drawn from the stationary distribution of the chain
 // explored so far (computed with Eigen by power iteration, unexplored mass
 // teleporting to the seeds). After the budget, every state seen is ranked
-// by predicted time and the top K distinct states are emitted. Everything
-// is deterministic for a given seed.
+// by predicted time and the top K distinct states are emitted, at most two
+// per micro-kernel shape before the rest fill in (so that measuring the top
+// K compares different designs). Everything is deterministic for a seed.
 #pragma once
 
 #include <cstdint>

@@ -107,7 +107,10 @@ HwSpec detect_host_cpu() {
   // 256-bit halves, one per cycle. A bundled spec gives exact values.
   c.fma_units = 2;
   c.fma_latency = 4;
-  if (__builtin_cpu_is("amd") && c.vector_bits == 512) c.fma_units = 1;
+  if (__builtin_cpu_is("amd") && c.vector_bits == 512) {
+    c.fma_units = 1;
+    c.load_bytes_per_cycle = 64;  // two 256-bit loads per cycle
+  }
 
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {

@@ -97,7 +97,7 @@ class Reader {
 CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   r.only_keys(n, "cpu", {"cores", "threads_per_core", "vector_bits", "fma_units", "fma_latency",
                          "vector_registers", "frequency_ghz", "peak_gflops_per_core", "dram_bandwidth_gbs",
-                         "caches", "isa"});
+                         "load_bytes_per_cycle", "caches", "isa"});
   CpuSpec c;
   c.cores = int(r.integer(n, "cpu", "cores", true, 1));
   c.threads_per_core = int(r.integer(n, "cpu", "threads_per_core", false, 1));
@@ -112,6 +112,7 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   if (c.peak_gflops_per_core == 0)
     c.peak_gflops_per_core = c.frequency_ghz * c.fma_units * c.fp32_lanes() * 2;
   c.dram_bandwidth_gbs = r.number(n, "cpu", "dram_bandwidth_gbs", true, 0.0, 0.1);
+  c.load_bytes_per_cycle = int(r.integer(n, "cpu", "load_bytes_per_cycle", false, 0, 0));
   if (YAML::Node isa = n["isa"]) {
     if (!isa.IsSequence()) r.fail("cpu.isa", "expected a list of ISA extension names");
     for (const auto& e : isa) c.isa.push_back(e.as<std::string>());
