@@ -246,7 +246,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     est.penalty_s += spatial_points * reduce_blocks * 2.0 / freq;
 
   // --- parallelism ---
-  const int used = std::max(1, std::min<int>(threads, int(outer_trips)));
   est.balance = outer_trips / (ceil_div(outer_trips, threads) * threads);
   // Compute and traffic overlap, but not perfectly: a soft maximum (the
   // cube root of the sum of cubes) sits 26% above the larger of two equals.
@@ -254,7 +253,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   for (int i = 0; i < est.caches; ++i) core += std::pow(est.level_s[i], 3);
   core = std::cbrt(core);
   est.seconds = (core + est.pack_s + est.penalty_s) / (threads * est.balance);
-  (void)used;
   return est;
 }
 

@@ -23,15 +23,6 @@ int64_t parent_tile(const StateData& s, const AnchorInfo& anchor, int level, int
   return level == 0 ? anchor.plan_extent(axis) : s.tile[level - 1][axis];
 }
 
-// Level 0 tiles any multiple of the child up to the extent rounded up;
-// inner levels take multiples of the child that divide the parent.
-bool allowed_size(const StateData& s, const AnchorInfo& anchor, int level, int axis, int64_t size) {
-  int64_t child = child_tile(s, level, axis), parent = parent_tile(s, anchor, level, axis);
-  if (size < child || size % child) return false;
-  if (level == 0) return size <= (parent + child - 1) / child * child;
-  return size <= parent && parent % size == 0;
-}
-
 Reason tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, bool grow) {
   const int level = st.a, axis = st.b;
   if (level < 0 || level >= s.levels() || axis < 0 || axis >= s.num_axes) return {"no such level or axis"};
@@ -39,18 +30,19 @@ Reason tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, bool 
   if (anchor.is_reduce_axis(axis) && level == s.reg_level() && axis != s.vec_axis)
     return {"a reduction axis has a register tile only when vectorized"};
   const int64_t cur = s.tile[level][axis];
-  const int64_t limit = level == 0 ? (parent_tile(s, anchor, 0, axis) + child_tile(s, 0, axis) - 1) /
-                                         child_tile(s, 0, axis) * child_tile(s, 0, axis)
-                                   : parent_tile(s, anchor, level, axis);
-  if (level == 0) {  // powers of two times the child, then the whole extent
-    const int64_t child = child_tile(s, 0, axis);
+  const int64_t child = child_tile(s, level, axis);
+  const int64_t parent = parent_tile(s, anchor, level, axis);
+  if (level == 0) {
+    // Level 0 doubles or halves (staying a multiple of the child), up to the
+    // extent rounded up to the child: the last tile may be partial.
+    const int64_t limit = (parent + child - 1) / child * child;
     int64_t next = grow ? std::min(cur * 2, limit) : std::max(child, cur / 2 / child * child);
     if (next == cur) return {grow ? "tile already covers the axis" : "tile already at its child's size"};
     s.tile[0][axis] = next;
     return {};
   }
-  // Allowed sizes are child * d for the divisors d of parent / child.
-  const int64_t child = child_tile(s, level, axis);
+  // Inner levels take the sizes child * d for the divisors d of parent / child.
+  const int64_t limit = parent;
   if (limit % child) return {"the parent tile is not a multiple of the inner tile"};
   const int64_t q = limit / child;
   int64_t best = 0;
