@@ -31,11 +31,16 @@ void set_library_threads(int threads) {
   openblas_set_num_threads(threads);
 }
 
+struct GemmBuffers {
+  std::vector<float> a, b, c;
+};
+
+std::shared_ptr<GemmBuffers> gemm_buffers(int64_t M, int64_t N, int64_t K) {
+  return std::make_shared<GemmBuffers>(GemmBuffers{random_vector(M * K), random_vector(K * N), std::vector<float>(M * N)});
+}
+
 Baseline onednn_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b) {
-  struct S {
-    std::vector<float> a, b, c;
-  };
-  auto s = std::make_shared<S>(S{random_vector(M * K), random_vector(K * N), std::vector<float>(M * N)});
+  auto s = gemm_buffers(M, N, K);
   return {"oneDNN",
           [s, M, N, K, transpose_b] {
             dnnl_sgemm('N', transpose_b ? 'T' : 'N', M, N, K, 1.f, s->a.data(), K, s->b.data(), transpose_b ? K : N,
@@ -45,10 +50,7 @@ Baseline onednn_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b) {
 }
 
 Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b) {
-  struct S {
-    std::vector<float> a, b, c;
-  };
-  auto s = std::make_shared<S>(S{random_vector(M * K), random_vector(K * N), std::vector<float>(M * N)});
+  auto s = gemm_buffers(M, N, K);
   return {"OpenBLAS",
           [s, M, N, K, transpose_b] {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, M, N, K, 1.f,

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "loom/loom.h"
@@ -22,6 +24,19 @@ inline CheckResult compile_and_check(const Operator& op, const CompileOptions& o
   CheckOptions co;
   co.max_points = 1 << 16;
   return check_against_reference(op, in, out, co);
+}
+
+// An operator by name and parameters, for parameterised tests.
+struct OpCase {
+  std::string op;
+  std::map<std::string, std::string> params;
+};
+
+// A test-name-safe label: op_param1value1_...
+inline std::string case_name(const OpCase& c) {
+  std::string s = c.op;
+  for (const auto& [k, v] : c.params) s += "_" + k + v;
+  return s;
 }
 
 // Asserts that `stmt` throws UserError whose message contains `needle`.

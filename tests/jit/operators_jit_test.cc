@@ -6,16 +6,9 @@
 namespace loom {
 namespace {
 
-struct Case {
-  std::string op;
-  std::map<std::string, std::string> params;
-};
+using Case = test::OpCase;
+using test::case_name;
 
-std::string case_name(const Case& c) {
-  std::string s = c.op;
-  for (const auto& [k, v] : c.params) s += "_" + k + v;
-  return s;
-}
 
 std::vector<Case> cases() {
   return {

@@ -14,10 +14,8 @@
 namespace loom {
 namespace {
 
-struct Case {
-  std::string op;
-  std::map<std::string, std::string> params;
-};
+using Case = test::OpCase;
+using test::case_name;
 
 std::vector<Case> cases() {
   return {
@@ -44,11 +42,6 @@ std::vector<Case> cases() {
   };
 }
 
-std::string case_name(const Case& c) {
-  std::string s = c.op;
-  for (const auto& [k, v] : c.params) s += "_" + k + v;
-  return s;
-}
 
 // A random walk of legal steps from the initial or a seed state.
 State random_state(const AnchorInfo& anchor, const HwSpec& hw, std::mt19937_64& rng, int length) {
