@@ -106,6 +106,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // granularity whose footprint fits in it.
   struct Granularity {
     double footprint = 0, bytes = 0;
+    double streamed = 0;  // bytes when nothing stays resident between calls
   };
   std::vector<Granularity> grains;
   grains.reserve(size_t(reg) + 2);
@@ -124,6 +125,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       }
       g.footprint += 4 * elems;
       g.bytes += 4 * elems * times * calls / reuse / line_util;
+      g.streamed += 4 * elems * times * calls / line_util;
     };
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       const Access& x = an.accesses[i];
@@ -159,7 +161,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const Granularity* fit = nullptr;
     for (const Granularity& g : grains)
       if (g.footprint <= capacity) fit = &g;
-    double bytes = fit ? fit->bytes : grains.front().bytes * grains.front().footprint / capacity;
+    // Nothing fits: every micro-kernel call streams its whole working set.
+    double bytes = fit ? fit->bytes : grains.front().streamed;
     est.level_s[est.caches++] = bytes / bandwidth;
   }
   double outer_trips = 1;  // number of level-0 tiles
@@ -243,7 +246,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // reduction block; along a vector axis the output is not contiguous on,
   // that is a gather and a scatter per element.
   if (s.vec_axis >= 0 && s.vec_axis < an.num_spatial && s.vec_axis != an.num_spatial - 1)
-    est.penalty_s += spatial_points * reduce_blocks * 2.0 / freq;
+    est.penalty_s += spatial_points * reduce_blocks * 4.0 / freq;
 
   // --- parallelism ---
   est.balance = outer_trips / (ceil_div(outer_trips, threads) * threads);

@@ -20,7 +20,8 @@
 //                 whose axes X does not use (its tile stays resident);
 //   the output counts twice (read and write) per reduction block. Each cache
 //   (L1, L2, a core's share of L3) pays the traffic of the outermost g whose
-//   footprint fits in 3/4 of it, at the bandwidth filling it, and nothing
+//   footprint fits in 3/4 of it (a cache no granularity fits in pays each
+//   micro-kernel call's whole working set), at the bandwidth filling it, and nothing
 //   when the whole problem fits (kernels run repeatedly, data stays hot).
 //   Unpacked accesses
 //   whose contiguous run is shorter than a cache line pay for whole lines.

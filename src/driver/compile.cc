@@ -74,13 +74,14 @@ Kernel compile_schedule(const Operator& op, const Schedule& schedule, const HwSp
 
 namespace {
 
-// Times a compiled candidate briefly on fixed random inputs.
+// Times a compiled candidate on fixed random inputs: enough runs (at least
+// 5 and 20 ms) that noise rarely picks the wrong one of close candidates.
 double measure_ms(const Kernel& kernel, const std::vector<Buffer>& inputs, std::vector<Buffer>& outputs) {
   TimingOptions quick;
   quick.warmup = 1;
-  quick.repeats = 3;
-  quick.min_total_ms = 5;
-  quick.max_repeats = 50;
+  quick.repeats = 5;
+  quick.min_total_ms = 20;
+  quick.max_repeats = 200;
   return time_function([&] { kernel.run(inputs, outputs); }, quick).median_ms;
 }
 
