@@ -19,16 +19,16 @@
 //   reuse_g(X)  = product of the trip counts of the innermost enclosing loops
 //                 whose axes X does not use (its tile stays resident);
 //   the output counts twice (read and write) per reduction block. Each cache
-//   (L1, L2, a core's share of L3) pays the traffic of the outermost g whose
-//   footprint fits in 3/4 of it (a cache no granularity fits in pays each
-//   micro-kernel call's whole working set), at the bandwidth filling it, and nothing
-//   when the whole problem fits (kernels run repeatedly, data stays hot).
-//   Unpacked accesses
-//   whose contiguous run is shorter than a cache line pay for whole lines.
-//   Time is bytes over the bandwidth of the level feeding that cache.
+//   (L1, L2, a core's share of L3) pays, at the bandwidth filling it:
+//   nothing when the whole problem fits in 3/4 of it (kernels run
+//   repeatedly, data stays hot); else the traffic of the outermost g whose
+//   footprint fits; else, when none fits, every micro-kernel call's whole
+//   working set (no reuse). Unpacked accesses whose contiguous run is
+//   shorter than a cache line pay for whole lines.
 // Packing. Each packed access moves its region twice per pack at the
 // bandwidth of the level it sits in.
-// Penalties. Partial register tiles run a generic path ~4x slower; an
+// Penalties (cycles at the hwspec frequency). Partial register tiles run a
+// generic path ~4x slower; an
 // unpacked guarded read (padding) costs a branch per element in register
 // tiles on the border of a windowed axis (interior tiles run unguarded); each
 // micro-kernel call costs ~20 cycles plus a load and a store per
@@ -38,8 +38,8 @@
 // Parallelism. Level-0 tiles are dealt to threads; balance is
 // tiles / (ceil(tiles / threads) * threads).
 // Time = (softmax(compute, traffic per cache) + packing + penalties) / (threads
-// * balance), softmax being the cube root of the sum of cubes: a roofline
-// with imperfect overlap, plus overheads that do not overlap.
+// * balance), softmax being the 6-norm: a roofline with imperfect overlap,
+// plus overheads that do not overlap.
 #pragma once
 
 #include <array>

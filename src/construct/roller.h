@@ -10,8 +10,10 @@
 // is exhausted; then descend a level. Level 0 scales the outer tile out
 // until there are enough tiles for the threads. Inputs are staged at the
 // outermost cache tile (Roller's shared-memory tiles). One objective only:
-// traffic. Branching on the best two growth choices per decision yields a
-// tree; leaves are ranked by traffic and the top K emitted.
+// traffic. Branching at the first growth decision of each level (the three
+// best axes at the outer cache, the two best below) yields a tree of 12
+// leaves, ranked by traffic; the top K are emitted. The model's traffic term
+// (analytic_model.h) is the traffic measure.
 #pragma once
 
 #include <vector>

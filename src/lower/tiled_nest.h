@@ -13,7 +13,11 @@
 //      loaded as vectors, FMA into the block); then the write-back, through
 //      the fused consumer on the last reduction block.
 // A register tile cut short by the extent runs the same micro-kernel with
-// runtime-bounded loops instead of unrolled ones.
+// runtime-bounded loops instead of unrolled ones. Reads guarded by a select
+// (padding) are proven safe by interval arithmetic on their affine
+// conditions, over the whole register tile and again per reduction step;
+// where the proof holds the guard is dropped (the interior), elsewhere it
+// stays (border tiles, where codegen blends clamped speculative loads).
 #pragma once
 
 #include <functional>

@@ -1,10 +1,11 @@
 // How each stage of an operator is executed.
 //
-// A stage is one compute tensor. Today a schedule decides, per stage, whether
-// it is inlined into its consumers, how many of its leading axes are fused
-// into the parallel loop, and which axis is vectorized at what width. The
-// construction engine (schedule states and primitives) will produce richer
-// schedules through the same lowering entry point.
+// A stage is one compute tensor. A schedule decides, per stage, whether it
+// is inlined into its consumers, how many of its leading axes are fused into
+// the parallel loop, and which axis is vectorized at what width; the anchor
+// stage (see anchor.h) may instead carry a schedule state (state.h), which
+// lowering turns into a tiled nest, with its element-wise consumer fused
+// into it when the state says so.
 #pragma once
 
 #include <string>
