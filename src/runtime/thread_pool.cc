@@ -118,11 +118,51 @@ extern "C" void loom_parallel_for(void (*task)(void*, int64_t, int64_t), void* c
   loom::current_pool->run(n, [&](int64_t b, int64_t e) { task(closure, b, e); });
 }
 
+namespace {
+
+// Scratch blocks freed by generated code stay with their thread for the next
+// call: kernels allocate the same packing buffers on every call, and fresh
+// large blocks would come from mmap with new page faults each time.
+struct ScratchCache {
+  static constexpr int kKeep = 8;
+  std::pair<void*, size_t> blocks[kKeep] = {};
+  std::vector<std::pair<void*, size_t>> live;  // handed out: pointer -> capacity
+  ~ScratchCache() {
+    for (auto& b : blocks) std::free(b.first);
+  }
+};
+thread_local ScratchCache scratch;
+
+}  // namespace
+
 extern "C" void* loom_alloc(int64_t bytes) {
   size_t rounded = (size_t(std::max<int64_t>(bytes, 1)) + 63) & ~size_t(63);
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = nullptr;
+  for (auto& b : scratch.blocks)
+    if (b.first && b.second >= rounded) {
+      p = b.first;
+      rounded = b.second;
+      b = {nullptr, 0};
+      break;
+    }
+  if (!p) p = std::aligned_alloc(64, rounded);
   if (!p) std::abort();  // out of memory inside generated code: cannot unwind through JIT frames
+  scratch.live.emplace_back(p, rounded);
   return p;
 }
 
-extern "C" void loom_free(void* ptr) { std::free(ptr); }
+extern "C" void loom_free(void* ptr) {
+  size_t capacity = 0;
+  for (size_t i = 0; i < scratch.live.size(); ++i)
+    if (scratch.live[i].first == ptr) {
+      capacity = scratch.live[i].second;
+      scratch.live.erase(scratch.live.begin() + i);
+      break;
+    }
+  for (auto& b : scratch.blocks)
+    if (!b.first) {
+      b = {ptr, capacity};
+      return;
+    }
+  std::free(ptr);
+}
