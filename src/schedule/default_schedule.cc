@@ -45,12 +45,6 @@ std::vector<te::Tensor> compute_stages(const Operator& op) {
   return order;
 }
 
-const StageSchedule* Schedule::find(const te::Tensor& t) const {
-  for (const auto& s : stages)
-    if (s.tensor.get() == t.get()) return &s;
-  return nullptr;
-}
-
 std::string Schedule::str() const {
   std::ostringstream os;
   for (const auto& s : stages) {

@@ -30,7 +30,6 @@ struct StageSchedule {
 struct Schedule {
   std::vector<StageSchedule> stages;  // compute tensors, producers first
   std::string str() const;
-  const StageSchedule* find(const te::Tensor& t) const;
 };
 
 // Every compute tensor reachable from the outputs, producers first.

@@ -134,6 +134,4 @@ std::unique_ptr<JitCode> jit_compile(LlvmModule module) {
   return std::make_unique<LljitCode>(addr.toPtr<void*>(), std::move(ir), tracker);
 }
 
-std::string host_cpu_name() { return llvm::sys::getHostCPUName().str(); }
-
 }  // namespace loom::codegen

@@ -22,7 +22,4 @@ class JitCode {
 // Optimizes `module` at O3 for the host CPU and links it into the JIT.
 std::unique_ptr<JitCode> jit_compile(LlvmModule module);
 
-// The LLVM name of the host CPU ("znver4", "sapphirerapids", ...).
-std::string host_cpu_name();
-
 }  // namespace loom::codegen
