@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   llvm-16-dev libzstd-dev zlib1g-dev libedit-dev libxml2-dev libffi-dev
   libyaml-cpp-dev libeigen3-dev libboost-graph-dev libgtest-dev
-  nlohmann-json3-dev
+  nlohmann-json3-dev libxgboost-dev
   libdnnl-dev libopenblas-dev
 )
 

@@ -26,6 +26,11 @@ struct CompileOptions {
   int walk_steps = 500;      // Markov walk budget (construct)
   double temperature = 0.3;  // of the transition softmax (construct)
   uint64_t seed = 1;         // walks are deterministic for a seed
+  // A tuning records file (see loom/tune.h): when it holds a correct
+  // measurement of this operator on this hwspec, its fastest schedule is
+  // compiled without construction or measurement; otherwise the strategy
+  // runs as usual and the report's note says so.
+  std::string records;
 };
 
 // What compile() did, for reports.
@@ -39,6 +44,8 @@ struct CompileReport {
   double predicted_ms = 0;  // the analytic model's estimate for the kept schedule (0: none)
   std::string schedule;     // the chosen schedule, printed
   std::string loop_ir;      // the lowered loop nest, printed
+  bool from_records = false;  // the schedule came from a records file
+  std::string note;           // e.g. why records did not apply
 };
 
 class KernelImpl;
@@ -59,7 +66,7 @@ class Kernel {
   std::string llvm_ir() const;
 
  private:
-  friend Kernel compile(const Operator& op, const CompileOptions& options);
+  friend class KernelAccess;
   std::shared_ptr<KernelImpl> impl_;
 };
 

@@ -73,5 +73,8 @@ HwSpec load_hwspec(const std::string& name_or_path);
 HwSpec parse_hwspec_yaml(const std::string& yaml_text, const std::string& source);
 HwSpec detect_host_cpu();
 std::vector<std::string> bundled_hwspec_names();
+// A short hash of every field of `spec` (not its name or source): records of
+// measurements match a spec by it.
+std::string hwspec_fingerprint(const HwSpec& spec);
 
 }  // namespace loom

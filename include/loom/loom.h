@@ -12,3 +12,5 @@
 #include "loom/reference.h"
 #include "loom/te.h"
 #include "loom/timing.h"
+#include "loom/tune.h"
+#include "loom/workloads.h"

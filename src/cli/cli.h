@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "loom/loom.h"
 
 namespace loom::cli {
@@ -31,6 +33,7 @@ struct RunSettings {
   uint64_t seed = 1;
   TimingOptions timing;
   bool dump_ir = false;  // print the schedule, loop IR and LLVM IR to stderr
+  std::string records;   // apply the best schedule of this records file
 };
 
 // Builds, compiles, runs on random inputs, checks and times one operator.
@@ -40,6 +43,12 @@ RunOutcome run_operator(const std::string& name, const std::map<std::string, std
 int command_ops(const std::vector<std::string>& args);
 int command_run(const std::vector<std::string>& args);
 int command_workload(const std::vector<std::string>& args);
+int command_tune(const std::vector<std::string>& args);
+
+// Operator parameters for JSON: numbers as numbers, choices as strings.
+nlohmann::json params_json(const std::map<std::string, std::string>& params);
+// Adds "<key>=<value>" to params; UserError when malformed or repeated.
+void parse_param(const std::string& arg, std::map<std::string, std::string>& params);
 
 // "--name=value" -> value when the flag matches.
 bool flag_value(const std::string& arg, const std::string& name, std::string& value);

@@ -14,6 +14,12 @@ const char* kUsage =
     "                            [--threads=N] [--hwspec=NAME|FILE] [--seed=S] [--walk-steps=N]\n"
     "                            [--repeats=N] [--json] [--dump-ir]\n"
     "                            compile, run on random inputs, check against the reference, time\n"
+    "                            [--records=FILE] apply the best recorded schedule\n"
+    "  tune <op> <param>=<value>... [--strategy=hybrid|search|random|construct|roller] [--trials=N]\n"
+    "                            [--batch=B] [--records=FILE] [--threads=N] [--hwspec=...] [--seed=S]\n"
+    "                            [--cost-model=xgboost|xgboost-reg|analytic] [--timeout=SECONDS] [--json]\n"
+    "  tune --workload=bert|resnet50 --trials=N [--scheduler=gradient|round-robin] [--records=FILE] [--json]\n"
+    "                            measure, learn and keep the fastest correct kernel\n"
     "  workload [bert] [--threads=N] [--strategy=construct] [--top-k=K] [--json]\n"
     "                            the operators of one BERT-base encoder layer (sequence 128)\n"
     "  hwspecs                   list bundled hardware specs\n";
@@ -32,6 +38,7 @@ int main(int argc, char** argv) {
     if (command == "ops") return loom::cli::command_ops(args);
     if (command == "run") return loom::cli::command_run(args);
     if (command == "workload") return loom::cli::command_workload(args);
+    if (command == "tune") return loom::cli::command_tune(args);
     if (command == "hwspecs") {
       for (const auto& n : loom::bundled_hwspec_names()) std::cout << n << "\n";
       return 0;

@@ -37,6 +37,7 @@ bool parse_setting(const std::string& a, RunSettings& settings) {
   else if (flag_value(a, "top-k", v)) settings.top_k = parse_count("top-k", v, 1);
   else if (flag_value(a, "walk-steps", v)) settings.walk_steps = parse_count("walk-steps", v, 1);
   else if (flag_value(a, "seed", v)) settings.seed = uint64_t(parse_count("seed", v, 0));
+  else if (flag_value(a, "records", v)) settings.records = v;
   else return false;
   return true;
 }
@@ -74,6 +75,7 @@ RunOutcome run_operator(const std::string& name, const std::map<std::string, std
   options.threads = settings.threads;
   options.top_k = settings.top_k;
   options.seed = settings.seed;
+  options.records = settings.records;
   if (settings.walk_steps > 0) options.walk_steps = settings.walk_steps;
   Kernel kernel = compile(out.op, options);
   out.report = kernel.report();
@@ -97,13 +99,8 @@ RunOutcome run_operator(const std::string& name, const std::map<std::string, std
 namespace {
 
 nlohmann::json to_json(const RunOutcome& r) {
-  nlohmann::json params = nlohmann::json::object();
-  for (const auto& [k, v] : r.op.params) {
-    bool numeric = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
-    params[k] = numeric ? nlohmann::json(std::stoll(v)) : nlohmann::json(v);
-  }
   return {{"op", r.op.name},
-          {"params", params},
+          {"params", params_json(r.op.params)},
           {"strategy", r.strategy},
           {"hwspec", r.hwspec},
           {"threads", r.threads},
@@ -118,10 +115,29 @@ nlohmann::json to_json(const RunOutcome& r) {
           {"gflops", r.gflops},
           {"max_rel_err", r.check.max_rel_err},
           {"points_checked", r.check.points_checked},
-          {"ok", r.check.ok}};
+          {"ok", r.check.ok},
+          {"from_records", r.report.from_records},
+          {"note", r.report.note}};
 }
 
 }  // namespace
+
+nlohmann::json params_json(const std::map<std::string, std::string>& params) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : params) {
+    bool numeric = !v.empty() && v.size() < 19 && v.find_first_not_of("0123456789") == std::string::npos;
+    out[k] = numeric ? nlohmann::json(std::stoll(v)) : nlohmann::json(v);
+  }
+  return out;
+}
+
+void parse_param(const std::string& arg, std::map<std::string, std::string>& params) {
+  size_t eq = arg.find('=');
+  LOOM_USER_CHECK(eq != std::string::npos && eq > 0, "argument '", arg, "' is not <param>=<value>");
+  std::string key = arg.substr(0, eq);
+  LOOM_USER_CHECK(!params.count(key), "parameter ", key, " given twice");
+  params[key] = arg.substr(eq + 1);
+}
 
 int command_run(const std::vector<std::string>& args) {
   LOOM_USER_CHECK(!args.empty(), "'loom run' needs an operator name (see 'loom ops')");
@@ -133,13 +149,7 @@ int command_run(const std::vector<std::string>& args) {
     if (a == "--json") json = true;
     else if (parse_setting(a, settings)) continue;
     else if (a.rfind("--", 0) == 0) throw UserError("unknown option '" + a + "'");
-    else {
-      size_t eq = a.find('=');
-      LOOM_USER_CHECK(eq != std::string::npos && eq > 0, "argument '", a, "' is not <param>=<value>");
-      std::string key = a.substr(0, eq);
-      LOOM_USER_CHECK(!params.count(key), "parameter ", key, " given twice");
-      params[key] = a.substr(eq + 1);
-    }
+    else parse_param(a, params);
   }
   RunOutcome r = run_operator(args[0], params, settings);
   if (json) {
@@ -151,6 +161,7 @@ int command_run(const std::vector<std::string>& args) {
               << ", top-k " << r.top_k << " (" << r.report.measured_candidates << " measured)"
               << "\n  construct " << r.report.construct_ms << " ms, codegen " << r.report.codegen_ms << " ms"
               << "\n  time " << r.time_ms << " ms (median), " << r.gflops << " GFLOP/s"
+              << (r.report.note.empty() ? "" : "\n  note: " + r.report.note)
               << "\n  max_rel_err " << r.check.max_rel_err << " over " << r.check.points_checked << " points: "
               << (r.check.ok ? "ok" : "WRONG") << "\n";
   }

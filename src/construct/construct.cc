@@ -1,29 +1,34 @@
 #include "construct/construct.h"
 
+#include <algorithm>
+
 #include "construct/roller.h"
-#include "construct/state_graph.h"
-#include "schedule/anchor.h"
 
 namespace loom {
 
-std::vector<Candidate> construct_candidates(const Operator& op, const HwSpec& target, const CompileOptions& options) {
-  AnchorInfo anchor = analyze_anchor(op);
+std::vector<RankedState> construct_states(const Task& task, int k, const ConstructOptions& options) {
+  const AnchorInfo& anchor = *task.anchor;
   TraversalOptions t;
-  t.top_k = std::max(1, options.top_k);
+  t.top_k = std::max(1, k);
   t.walk_steps = options.walk_steps;
   t.temperature = options.temperature;
   t.seed = options.seed;
-  t.threads = options.threads > 0 ? options.threads : std::max(1, target.cpu.cores);
+  t.threads = task.threads;
   // Seeds: the rule-based starting points and the Roller tree's best leaf;
   // the multi-objective walk refines from all of them.
-  std::vector<State> seeds = seed_states(anchor, target);
-  if (target.kind == TargetKind::Cpu)
-    for (const State& s : roller_states(anchor, target, t.threads, 1)) seeds.push_back(s);
-  TraversalResult result = traverse_state_graph(anchor, target, seeds, t);
-  std::vector<Candidate> out;
-  for (const RankedState& r : result.top)
-    out.push_back({schedule_with_state(op, target, r.state), r.estimate.seconds});
-  return out;
+  std::vector<State> seeds = seed_states(anchor, task.target);
+  if (task.target.kind == TargetKind::Cpu)
+    for (const State& s : roller_states(anchor, task.target, t.threads, 1)) seeds.push_back(s);
+  return traverse_state_graph(anchor, task.target, seeds, t).top;
+}
+
+std::unique_ptr<Tuner> make_construct_tuner(const Task& task, const ConstructOptions& options) {
+  return std::make_unique<ProposeOnceTuner>([&task, options](int n) {
+    std::vector<Candidate> out;
+    for (const RankedState& r : construct_states(task, n, options))
+      out.push_back(make_candidate(task, r.state, r.estimate.seconds));
+    return out;
+  });
 }
 
 }  // namespace loom

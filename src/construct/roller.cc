@@ -94,13 +94,13 @@ struct Roller {
 
 }  // namespace
 
-std::vector<Candidate> roller_candidates(const Operator& op, const HwSpec& target, const CompileOptions& options) {
-  AnchorInfo anchor = analyze_anchor(op);
-  const int threads = options.threads > 0 ? options.threads : std::max(1, target.cpu.cores);
-  std::vector<Candidate> out;
-  for (const State& s : roller_states(anchor, target, threads, std::max(1, options.top_k)))
-    out.push_back({schedule_with_state(op, target, s), estimate(anchor, *s, target, threads).seconds});
-  return out;
+std::unique_ptr<Tuner> make_roller_tuner(const Task& task) {
+  return std::make_unique<ProposeOnceTuner>([&task](int n) {
+    std::vector<Candidate> out;
+    for (const State& s : roller_states(*task.anchor, task.target, task.threads, std::max(1, n)))
+      out.push_back(make_candidate(task, s, estimate(*task.anchor, *s, task.target, task.threads).seconds));
+    return out;
+  });
 }
 
 std::vector<State> roller_states(const AnchorInfo& anchor, const HwSpec& target, int threads, int k) {

@@ -18,12 +18,13 @@
 
 #include <vector>
 
-#include "driver/strategy.h"
 #include "schedule/state.h"
+#include "schedule/tuner.h"
 
 namespace loom {
 
-std::vector<Candidate> roller_candidates(const Operator& op, const HwSpec& target, const CompileOptions& options);
+// Proposes the tree's top-n leaves once.
+std::unique_ptr<Tuner> make_roller_tuner(const Task& task);
 
 struct AnchorInfo;
 // The tree's leaves, best first by traffic (at most k).

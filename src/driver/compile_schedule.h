@@ -1,5 +1,5 @@
-// Compiling one given schedule: the step every strategy ends in, exposed for
-// tests that check arbitrary schedule states.
+// Compiling one given schedule into a Kernel: the step compile(), tune()
+// and the tests that check arbitrary schedule states all end in.
 #pragma once
 
 #include "loom/compile.h"
@@ -8,5 +8,8 @@
 namespace loom {
 
 Kernel compile_schedule(const Operator& op, const Schedule& schedule, const HwSpec& target, int threads);
+
+// The report of a kernel being assembled by the driver.
+CompileReport& mutable_report(Kernel& kernel);
 
 }  // namespace loom

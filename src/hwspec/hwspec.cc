@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "loom/error.h"
@@ -142,6 +144,34 @@ HwSpec detect_host_cpu() {
     c.caches = {{"L1d", 32 << 10, 64, 8, 1, 0}, {"L2", 1 << 20, 64, 16, 1, 0}, {"L3", 32 << 20, 64, 16, c.cores, 0}};
   }
   return spec;
+}
+
+}  // namespace loom
+
+namespace loom {
+
+std::string hwspec_fingerprint(const HwSpec& s) {
+  // FNV-1a over every field that legality or the model reads.
+  std::ostringstream os;
+  os.precision(3);  // detected frequencies wobble in the last digits
+  const CpuSpec& c = s.cpu;
+  const GpuSpec& g = s.gpu;
+  os << int(s.kind) << ';' << c.cores << ';' << c.threads_per_core << ';' << c.vector_bits << ';' << c.fma_units << ';'
+     << c.fma_latency << ';' << c.vector_registers << ';' << c.frequency_ghz << ';' << c.peak_gflops_per_core << ';'
+     << c.dram_bandwidth_gbs << ';' << c.load_bytes_per_cycle << ';';
+  for (const CacheLevel& l : c.caches)
+    os << l.name << ',' << l.size_bytes << ',' << l.line_bytes << ',' << l.associativity << ',' << l.shared_by_cores
+       << ',' << l.bandwidth_gbs << ';';
+  for (const std::string& i : c.isa) os << i << ',';
+  os << ';' << g.sms << ';' << g.warp_size << ';' << g.max_threads_per_block << ';' << g.max_threads_per_sm << ';'
+     << g.max_blocks_per_sm << ';' << g.shared_memory_per_block << ';' << g.shared_memory_per_sm << ';'
+     << g.registers_per_sm << ';' << g.max_registers_per_thread << ';' << g.l2_bytes << ';' << g.dram_bandwidth_gbs
+     << ';' << g.peak_fp32_tflops << ';' << g.clock_ghz << ';' << g.compute_capability;
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char ch : os.str()) h = (h ^ ch) * 1099511628211ULL;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
 }
 
 }  // namespace loom

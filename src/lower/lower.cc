@@ -78,7 +78,8 @@ class Lowerer {
   }
 
   Stmt tiled_nest(const StageSchedule& s, const StageSchedule* consumer) {
-    AnchorInfo anchor = analyze_anchor(op_);
+    LOOM_INTERNAL_CHECK(schedule_.anchor != nullptr, "a tiled stage without its anchor analysis");
+    const AnchorInfo& anchor = *schedule_.anchor;
     LOOM_INTERNAL_CHECK(anchor.stage.get() == s.tensor.get(), "state given to a stage that is not the anchor");
     TiledNestInputs in;
     in.anchor = &anchor;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <pthread.h>
 
 #include "loom/error.h"
 #include "runtime/runtime_abi.h"
@@ -95,12 +96,37 @@ void ThreadPool::run(int64_t n, const std::function<void(int64_t, int64_t)>& fn)
   }
 }
 
+namespace {
+
+// The shared pools. A child process forked from a process with pools (a
+// measurement worker) has none of their threads: it starts a fresh registry
+// and leaks the inherited one, whose workers exist only in the parent.
+struct PoolRegistry {
+  std::mutex mutex;
+  std::map<int, std::unique_ptr<ThreadPool>> pools;
+};
+PoolRegistry* registry = nullptr;
+
+void lock_registry() { registry->mutex.lock(); }
+void unlock_registry() { registry->mutex.unlock(); }
+void reset_registry_in_child() { registry = new PoolRegistry; }
+
+PoolRegistry& pool_registry() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registry = new PoolRegistry;
+    pthread_atfork(lock_registry, unlock_registry, reset_registry_in_child);
+  });
+  return *registry;
+}
+
+}  // namespace
+
 ThreadPool& ThreadPool::with_threads(int threads) {
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  static std::mutex mutex;
-  static std::map<int, std::unique_ptr<ThreadPool>> pools;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& pool = pools[threads];
+  PoolRegistry& r = pool_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto& pool = r.pools[threads];
   if (!pool) pool = std::make_unique<ThreadPool>(threads);
   return *pool;
 }

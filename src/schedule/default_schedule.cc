@@ -4,6 +4,7 @@
 #include "ir/analysis.h"
 #include "schedule/anchor.h"
 #include "schedule/schedule.h"
+#include "schedule/task.h"
 
 namespace loom {
 
@@ -89,9 +90,10 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
 
 namespace loom {
 
-Schedule schedule_with_state(const Operator& op, const HwSpec& target, const State& state) {
-  Schedule sched = default_schedule(op, target);
-  AnchorInfo anchor = analyze_anchor(op);
+Schedule schedule_with_state(const Task& task, const State& state) {
+  Schedule sched = default_schedule(task.op, task.target);
+  sched.anchor = task.anchor;
+  const AnchorInfo& anchor = *task.anchor;
   for (StageSchedule& s : sched.stages) {
     if (s.tensor.get() == anchor.stage.get()) {
       s.state = state;

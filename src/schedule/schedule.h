@@ -27,8 +27,14 @@ struct StageSchedule {
   int vector_width = 1;
 };
 
+struct AnchorInfo;
+struct Task;
+
 struct Schedule {
   std::vector<StageSchedule> stages;  // compute tensors, producers first
+  // The anchor analysis the state was made for, shared with its task so that
+  // lowering does not repeat it; null when no stage carries a state.
+  std::shared_ptr<const AnchorInfo> anchor;
   std::string str() const;
 };
 
@@ -41,6 +47,6 @@ Schedule default_schedule(const Operator& op, const HwSpec& target);
 
 // The default schedule with the anchor stage (see anchor.h) run under
 // `state`, and its consumer fused when the state says so.
-Schedule schedule_with_state(const Operator& op, const HwSpec& target, const State& state);
+Schedule schedule_with_state(const Task& task, const State& state);
 
 }  // namespace loom

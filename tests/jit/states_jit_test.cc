@@ -6,6 +6,7 @@
 
 #include "construct/state_graph.h"
 #include "driver/compile_schedule.h"
+#include "schedule/task.h"
 #include "schedule/anchor.h"
 #include "schedule/path.h"
 #include "schedule/schedule.h"
@@ -62,7 +63,8 @@ class RandomStates : public ::testing::TestWithParam<Case> {};
 TEST_P(RandomStates, EveryStateMatchesTheReference) {
   Operator op = make_operator(GetParam().op, GetParam().params);
   HwSpec hw = detect_host_cpu();
-  AnchorInfo anchor = analyze_anchor(op);
+  Task task = make_task(op, hw, 1);
+  const AnchorInfo& anchor = *task.anchor;
   std::mt19937_64 rng(std::hash<std::string>()(case_name(GetParam())));
   auto inputs = random_inputs(op, 5);
   int packed = 0, fused = 0, vector_reduce = 0, partial = 0;
@@ -73,7 +75,7 @@ TEST_P(RandomStates, EveryStateMatchesTheReference) {
     vector_reduce += state->vec_axis >= anchor.num_spatial;
     for (int a = 0; a < anchor.num_spatial; ++a) partial += anchor.plan_extent(a) % state->tile[state->reg_level()][a] != 0;
     ASSERT_EQ(check_legal(*state, anchor, hw), "");
-    Kernel k = compile_schedule(op, schedule_with_state(op, hw, state), hw, 1 + sample % 2);
+    Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1 + sample % 2);
     std::vector<Buffer> outputs;
     for (const auto& s : output_shapes(op, inputs)) outputs.push_back(Buffer::allocate(s));
     k.run(inputs, outputs);

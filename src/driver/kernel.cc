@@ -1,0 +1,97 @@
+// Kernels: a compiled function with its operator, run on checked buffers.
+#include <chrono>
+
+#include "codegen/backend.h"
+#include "driver/compile_schedule.h"
+#include "ir/size_binding.h"
+#include "loom/error.h"
+#include "lower/lower.h"
+#include "runtime/thread_pool.h"
+
+namespace loom {
+
+class KernelImpl {
+ public:
+  Operator op;
+  CompileReport report;
+  std::unique_ptr<codegen::CompiledFunction> fn;
+  int threads = 0;
+};
+
+class KernelAccess {
+ public:
+  static CompileReport& report(Kernel& k) { return k.impl_->report; }
+};
+
+namespace {
+
+// Generated code assumes outputs alias nothing (its buffers are noalias).
+void check_no_output_aliasing(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
+  auto range = [](const Buffer& b) {
+    auto* p = static_cast<const char*>(b.data());
+    return std::pair{p, p + b.numel() * b.dtype().bytes()};
+  };
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    auto [ob, oe] = range(outputs[o]);
+    auto overlaps = [&](const Buffer& other) {
+      auto [b, e] = range(other);
+      return b < oe && ob < e;
+    };
+    for (size_t i = 0; i < inputs.size(); ++i)
+      LOOM_USER_CHECK(!overlaps(inputs[i]), "output #", o, " overlaps input #", i,
+                      "; in-place operation is not supported");
+    for (size_t j = 0; j < o; ++j)
+      LOOM_USER_CHECK(!overlaps(outputs[j]), "output #", o, " overlaps output #", j);
+  }
+}
+
+const KernelImpl& checked(const std::shared_ptr<KernelImpl>& impl) {
+  LOOM_USER_CHECK(impl != nullptr, "use of a kernel that was never compiled");
+  return *impl;
+}
+
+}  // namespace
+
+Kernel compile_schedule(const Operator& op, const Schedule& schedule, const HwSpec& target, int threads) {
+  auto impl = std::make_shared<KernelImpl>();
+  impl->op = op;
+  impl->threads = threads;
+  impl->report.schedule = schedule.str();
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<codegen::Backend> backend = codegen::make_backend(target);
+  LoweredFunc func = lower(op, schedule);
+  impl->report.loop_ir = to_text(func);
+  impl->fn = backend->compile(func);
+  impl->report.codegen_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return Kernel(impl);
+}
+
+CompileReport& mutable_report(Kernel& kernel) { return KernelAccess::report(kernel); }
+
+void Kernel::run(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) const {
+  const Operator& op = checked(impl_).op;
+  SizeBinding binding = bind_sizes(op, inputs);
+  check_output_shapes(op, outputs, binding);
+  check_no_output_aliasing(inputs, outputs);
+  std::vector<void*> buffers;
+  for (const Buffer& b : inputs) buffers.push_back(b.data());
+  for (const Buffer& b : outputs) buffers.push_back(b.data());
+  std::vector<int64_t> sizes;
+  for (const Var& v : op.size_vars) sizes.push_back(binding.at(v.get()));
+  ScopedPool pool(ThreadPool::with_threads(impl_->threads));
+  impl_->fn->call(buffers.data(), sizes.data());
+}
+
+const Operator& Kernel::op() const { return checked(impl_).op; }
+const CompileReport& Kernel::report() const { return checked(impl_).report; }
+std::string Kernel::llvm_ir() const { return checked(impl_).fn->ir(); }
+
+std::vector<std::vector<int64_t>> output_shapes(const Operator& op, const std::vector<Buffer>& inputs) {
+  SizeBinding binding = bind_sizes(op, inputs);
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& t : op.outputs) shapes.push_back(eval_shape(t.shape(), binding));
+  return shapes;
+}
+
+}  // namespace loom
