@@ -35,6 +35,7 @@ void check_options(const TuneOptions& o) {
 // What the tasks of one tuning job share.
 struct Job {
   HwSpec target;
+  int batch = 0;  // measurements per round: construction strategies spend their budget in one
   TuningSettings settings;
   std::vector<Record> prior;
   std::unique_ptr<RecordWriter> writer;
@@ -82,6 +83,7 @@ Job make_job(const TuneOptions& options) {
   Job job;
   job.target = resolve_target(options.target);
   job.settings.strategy = options.strategy;
+  job.batch = find_strategy(options.strategy).searches ? options.batch : options.trials;
   job.settings.context.construct = {options.walk_steps, 0.3, options.seed};
   job.settings.context.seed = options.seed;
   if (find_strategy(options.strategy).searches)
@@ -149,7 +151,7 @@ TuneResult tune(const Operator& op, const TuneOptions& options,
   warm_start(job, {task});
   TaskTuning t(std::move(task), job.settings, job.writer.get(), job.prior, job.start);
   while (t.trials() < options.trials) {
-    if (t.round(std::min(options.batch, options.trials - t.trials())) == 0) break;
+    if (t.round(std::min(job.batch, options.trials - t.trials())) == 0) break;
     if (on_round) on_round(progress_of(t, job));
   }
   return finish(t, options, job);
@@ -170,7 +172,10 @@ WorkloadTuneReport tune_workload(const std::string& workload, const TuneOptions&
                                                    job.start));
     pointers.push_back(tunings.back().get());
   }
-  run_task_scheduler(pointers, options.trials, options.batch, parse_schedule_policy(options.scheduler),
+  // A construction strategy proposes once per task: each gets its share.
+  const int batch = find_strategy(options.strategy).searches ? job.batch
+                                                               : std::max(1, options.trials / int(pointers.size()));
+  run_task_scheduler(pointers, options.trials, batch, parse_schedule_policy(options.scheduler),
                      [&](const TaskTuning& t) {
                        if (on_round) on_round(progress_of(t, job));
                      });

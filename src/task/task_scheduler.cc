@@ -15,11 +15,11 @@ constexpr int kWindow = 3;
 
 int flops_bucket(double flops) { return int(std::floor(std::log(std::max(flops, 1.0)) / std::log(1.618))); }
 
-bool similar(const TaskTuning& a, const TaskTuning& b) {
-  return a.task().op.name == b.task().op.name && flops_bucket(a.task().flops()) == flops_bucket(b.task().flops());
+bool similar(const TaskStats& a, const TaskStats& b) {
+  return a.op == b.op && flops_bucket(a.flops) == flops_bucket(b.flops);
 }
 
-bool can_run(const TaskTuning& t) { return !t.exhausted(); }
+double best_of(const TaskStats& t) { return t.history.empty() ? 0 : t.history.back(); }
 
 }  // namespace
 
@@ -29,24 +29,28 @@ SchedulePolicy parse_schedule_policy(const std::string& name) {
   throw UserError("unknown scheduler '" + name + "' (known: gradient, round-robin)");
 }
 
-size_t pick_by_gradient(const std::vector<TaskTuning*>& tasks) {
+TaskStats stats_of(const TaskTuning& t) {
+  return {t.task().op.name, t.task().flops(), t.task().weight, t.history(), t.exhausted()};
+}
+
+size_t pick_by_gradient(const std::vector<TaskStats>& tasks) {
   size_t pick = tasks.size();
   double most_negative = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const TaskTuning& t = *tasks[i];
-    if (!can_run(t)) continue;
-    const std::vector<double>& h = t.history();
-    if (h.empty() || t.best_ms() <= 0) return i;  // never measured well: tune it first
-    const double g = t.best_ms();
+    const TaskStats& t = tasks[i];
+    if (t.exhausted) continue;
+    const std::vector<double>& h = t.history;
+    const double g = best_of(t);
+    if (g <= 0) return i;  // never measured well: tune it first
     const int rounds = int(h.size());
     const double backward = rounds > kWindow ? (h.back() - h[size_t(rounds - 1 - kWindow)]) / kWindow
                                              : (h.back() - h.front()) / std::max(1, rounds - 1);
     double best_speed = 0;  // FLOP per ms of the fastest similar task
-    for (const TaskTuning* o : tasks)
-      if (o->best_ms() > 0 && similar(t, *o)) best_speed = std::max(best_speed, o->task().flops() / o->best_ms());
-    double forward = -g / std::max(1, rounds);
-    if (best_speed > 0) forward = std::min(forward, kBeta * t.task().flops() / best_speed - g);
-    const double grad = t.task().weight * (kAlpha * backward + (1 - kAlpha) * forward);
+    for (const TaskStats& o : tasks)
+      if (best_of(o) > 0 && similar(t, o)) best_speed = std::max(best_speed, o.flops / best_of(o));
+    double forward = -g / rounds;
+    if (best_speed > 0) forward = std::min(forward, kBeta * t.flops / best_speed - g);
+    const double grad = t.weight * (kAlpha * backward + (1 - kAlpha) * forward);
     if (grad < most_negative) {
       most_negative = grad;
       pick = i;
@@ -72,10 +76,12 @@ void run_task_scheduler(std::vector<TaskTuning*>& tasks, int trials, int batch, 
   while (spent < trials) {
     size_t pick = tasks.size();
     if (policy == SchedulePolicy::Gradient) {
-      pick = pick_by_gradient(tasks);
+      std::vector<TaskStats> stats;
+      for (const TaskTuning* t : tasks) stats.push_back(stats_of(*t));
+      pick = pick_by_gradient(stats);
     } else {
       for (size_t k = 0; k < tasks.size() && pick == tasks.size(); ++k)
-        if (can_run(*tasks[(next + k) % tasks.size()])) pick = (next + k) % tasks.size();
+        if (!tasks[(next + k) % tasks.size()]->exhausted()) pick = (next + k) % tasks.size();
       next = pick + 1;
     }
     if (pick == tasks.size()) break;  // every task exhausted

@@ -28,7 +28,18 @@ SchedulePolicy parse_schedule_policy(const std::string& name);
 void run_task_scheduler(std::vector<TaskTuning*>& tasks, int trials, int batch, SchedulePolicy policy,
                         const std::function<void(const TaskTuning&)>& after_round);
 
-// The index of the task the gradient policy would tune next (exposed for tests).
-size_t pick_by_gradient(const std::vector<TaskTuning*>& tasks);
+// What the gradient policy reads of a task.
+struct TaskStats {
+  std::string op;               // operator name (similarity)
+  double flops = 0;
+  double weight = 1;
+  std::vector<double> history;  // best time after each of its rounds (0: none yet)
+  bool exhausted = false;
+};
+TaskStats stats_of(const TaskTuning& t);
+
+// The index of the task to tune next under the gradient policy;
+// tasks.size() when every task is exhausted.
+size_t pick_by_gradient(const std::vector<TaskStats>& tasks);
 
 }  // namespace loom

@@ -33,3 +33,18 @@ cli_test(bad_hwspec_file 2 "bad_spec.yaml: field 'cpu.vector_bits': value '100'"
          run matmul M=2 N=2 K=2 --hwspec=${CMAKE_CURRENT_SOURCE_DIR}/cli/bad_spec.yaml)
 cli_test(unknown_option 2 "unknown option '--fast'" run matmul M=2 N=2 K=2 --fast)
 cli_test(unknown_workload 2 "unknown workload 'resnet'" workload resnet)
+
+# `loom tune`: the JSON contract, bad input, and surviving a kill.
+cli_test(tune_json 0 "\"construct_ms\".*\"errors\".*\"max_rel_err\".*\"measured\".*\"ok\":true.*\"records\".*\"resumed\".*\"seed_gflops\".*\"strategy\":\"hybrid\".*\"threads\":1.*\"trials\":8.*\"tune_s\""
+         tune matmul M=20 N=24 K=16 --threads=1 --trials=8 --batch=4 --json)
+cli_test(tune_random 0 "\"ok\":true" tune dense M=9 N=16 K=8 epilogue=bias_gelu --threads=1 --trials=4 --strategy=random --json)
+cli_test(tune_no_op 2 "needs an operator name" tune --trials=4)
+cli_test(tune_bad_trials 2 "--trials=0 must be at least 1" tune matmul M=2 N=2 K=2 --trials=0)
+cli_test(tune_bad_scheduler 2 "unknown scheduler 'lifo'" tune --workload=bert --scheduler=lifo)
+cli_test(tune_bad_workload 2 "unknown workload 'vgg'" tune --workload=vgg)
+add_test(NAME cli.tune_bad_faults COMMAND ${CMAKE_COMMAND} -E env LOOM_FAULTS=melt=1
+         ${EXPECT} 2 "LOOM_FAULTS kind 'melt' is unknown" $<TARGET_FILE:loom> tune matmul M=2 N=2 K=2)
+set_tests_properties(cli.tune_bad_faults PROPERTIES LABELS cli)
+cli_test(run_records_missing 0 "no correct record" run matmul M=4 N=4 K=4 --records=/nonexistent/records.jsonl)
+add_test(NAME cli.tune_kill_resume COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/tune_kill_resume.sh $<TARGET_FILE:loom>)
+set_tests_properties(cli.tune_kill_resume PROPERTIES LABELS cli TIMEOUT 300)
