@@ -1,3 +1,4 @@
+#include <omp.h>
 #include "onednn_baselines.h"
 
 #include <cblas.h>
@@ -28,6 +29,7 @@ dnnl::engine& engine() {
 
 void set_library_threads(int threads) {
   setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  omp_set_num_threads(threads);  // the variable alone is too late once OpenMP has started
   openblas_set_num_threads(threads);
 }
 
@@ -59,7 +61,7 @@ Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b) {
           s};
 }
 
-Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu) {
+Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu, bool preferred_layout) {
   using namespace dnnl;
   using tag = memory::format_tag;
   using dt = memory::data_type;
@@ -69,7 +71,8 @@ Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu) {
   memory::dims src_dims{p.N, p.CI, p.H, p.W}, dst_dims{p.N, p.CO, OH, OW};
   memory::dims wei_dims = grouped ? memory::dims{p.groups, p.CO / p.groups, p.CI / p.groups, p.KH, p.KW}
                                   : memory::dims{p.CO, p.CI, p.KH, p.KW};
-  memory::desc src_md(src_dims, dt::f32, tag::nhwc), dst_md(dst_dims, dt::f32, tag::nhwc);
+  const tag act = preferred_layout ? tag::any : tag::nhwc;
+  memory::desc src_md(src_dims, dt::f32, act), dst_md(dst_dims, dt::f32, act);
   memory::desc wei_any(wei_dims, dt::f32, tag::any);
   convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, src_md, wei_any,
                                  dst_md, {p.stride, p.stride}, {p.dilation - 1, p.dilation - 1}, {p.pad, p.pad},
@@ -89,12 +92,12 @@ Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu) {
     stream strm;
   };
   auto s = std::make_shared<S>();
-  s->src = random_vector(p.N * p.CI * p.H * p.W);
+  s->src = random_vector(pd.src_desc().get_size() / sizeof(float));
   s->wei_plain = random_vector(p.CO * (p.CI / p.groups) * p.KH * p.KW);
   s->wei.resize(pd.weights_desc().get_size() / sizeof(float) + 16);
-  s->dst.resize(p.N * p.CO * OH * OW);
-  s->src_m = memory(src_md, engine(), s->src.data());
-  s->dst_m = memory(dst_md, engine(), s->dst.data());
+  s->dst.resize(pd.dst_desc().get_size() / sizeof(float));
+  s->src_m = memory(pd.src_desc(), engine(), s->src.data());
+  s->dst_m = memory(pd.dst_desc(), engine(), s->dst.data());
   s->wei_m = memory(pd.weights_desc(), engine(), s->wei.data());
   s->strm = stream(engine());
   memory plain(memory::desc(wei_dims, dt::f32, grouped ? tag::goihw : tag::oihw), engine(), s->wei_plain.data());

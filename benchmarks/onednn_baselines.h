@@ -21,8 +21,9 @@ void set_library_threads(int threads);
 
 Baseline onednn_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
 Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
-// NHWC activations; groups == CI == CO for depthwise.
-Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu);
+// NHWC activations, or the layout oneDNN prefers (blocked, e.g. nChw16c)
+// when `preferred_layout`; groups == CI == CO for depthwise.
+Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu, bool preferred_layout = false);
 // sqrt(sum of squares) over the last axis of [M, N].
 Baseline onednn_l2_norm(int64_t M, int64_t N);
 // The same with OpenBLAS's snrm2, row by row.

@@ -49,6 +49,7 @@ void XgbCostModel::update(const Task& task, const std::vector<State>& states,
     if (!states[i]) continue;
     d.features.push_back(state_features(task, *states[i]));
     d.time_ms.push_back(results[i].ok() ? results[i].time_ms : 0);
+    d.analytic.push_back(std::log(fallback_.predict(task, {states[i]})[0]));
     ++samples_;
   }
   if (samples_ >= options_.min_samples && double(samples_) >= options_.regrow * double(fitted_samples_)) fit();
@@ -61,14 +62,24 @@ void XgbCostModel::fit() {
     double best = 0;
     for (double t : d.time_ms)
       if (t > 0 && (best == 0 || t < best)) best = t;
+    const size_t first = labels.size();
     for (size_t i = 0; i < d.features.size(); ++i) {
+      if (options_.loss == XgbLoss::Residual && d.time_ms[i] <= 0) continue;
       flat.insert(flat.end(), d.features[i].begin(), d.features[i].end());
       float label = d.time_ms[i] > 0 ? float(best / d.time_ms[i]) : 0.f;
+      if (options_.loss == XgbLoss::Residual) label = float(std::log(1.0 / d.time_ms[i]) - d.analytic[i]);
       labels.push_back(label);
       weights.push_back(std::max(label, 0.05f));
     }
-    groups.push_back(unsigned(d.features.size()));
+    if (options_.loss == XgbLoss::Residual && labels.size() > first) {  // centred per task
+      double mean = 0;
+      for (size_t i = first; i < labels.size(); ++i) mean += labels[i];
+      mean /= double(labels.size() - first);
+      for (size_t i = first; i < labels.size(); ++i) labels[i] -= float(mean);
+    }
+    groups.push_back(unsigned(labels.size() - first));
   }
+  if (labels.empty()) return;
   Matrix train(flat);
   xgb_check(XGDMatrixSetFloatInfo(train.get(), "label", labels.data(), bst_ulong(labels.size())), "setting labels");
   if (options_.loss == XgbLoss::Rank)
@@ -81,9 +92,11 @@ void XgbCostModel::fit() {
   xgb_check(XGBoosterCreate(mats, 1, &booster), "creating a booster");
   auto set = [&](const char* k, const std::string& v) { xgb_check(XGBoosterSetParam(booster, k, v.c_str()), k); };
   set("objective", options_.loss == XgbLoss::Rank ? "rank:pairwise" : "reg:squarederror");
-  set("max_depth", "6");
-  set("eta", "0.2");
-  set("min_child_weight", "0");
+  if (options_.loss == XgbLoss::Residual) set("base_score", "0");
+  set("max_depth", "4");
+  set("lambda", "4");
+  set("eta", "0.1");
+  set("min_child_weight", "1");
   set("gamma", "0.0001");
   set("nthread", "1");
   set("verbosity", "0");
@@ -107,7 +120,12 @@ std::vector<double> XgbCostModel::predict(const Task& task, const std::vector<St
   const float* out = nullptr;
   xgb_check(XGBoosterPredict(booster_, m.get(), 0, 0, 0, &n, &out), "predicting");
   LOOM_INTERNAL_CHECK(n == states.size(), "XGBoost returned ", n, " predictions for ", states.size(), " states");
-  return std::vector<double>(out, out + n);
+  std::vector<double> scores(out, out + n);
+  if (options_.loss == XgbLoss::Residual) {
+    std::vector<double> analytic = fallback_.predict(task, states);
+    for (size_t i = 0; i < n; ++i) scores[i] += std::log(analytic[i]);
+  }
+  return scores;
 }
 
 }  // namespace loom

@@ -1,11 +1,15 @@
 // The learned cost model: gradient-boosted trees (XGBoost's C API) over
 // state_features(), trained on every measurement of the tuning job.
 //
-// Labels follow Ansor: per task, best measured time / time (1 for the best,
-// towards 0 for slow ones, 0 for failures). Two losses are available: a
-// pairwise ranking loss with one query group per task (the default: only
-// the order of states within a task matters to search), or Ansor's squared
-// error weighted by the label. Training is adaptive, as in MetaSchedule: the
+// Three losses are available. The default, residual, learns a correction of
+// the analytic model: the label is log(measured speed / analytic speed),
+// centred per task, and the score is the analytic log speed plus the
+// prediction, so with little data the analytic ranking stands and every
+// measurement bends it (failed measurements teach nothing here). The other
+// two follow Ansor's labels, per task best measured time / time (0 for
+// failures): a pairwise ranking loss with one query group per task, or
+// Ansor's squared error weighted by the label. loom_bench_cost_model
+// compares them on held-out measurements. Training is adaptive, as in MetaSchedule: the
 // model is retrained only when the data has grown by a fifth since the last
 // fit. Until it has been trained once, predictions are the analytic model's.
 #pragma once
@@ -19,10 +23,10 @@
 
 namespace loom {
 
-enum class XgbLoss { Rank, WeightedSquare };
+enum class XgbLoss { Residual, Rank, WeightedSquare };
 
 struct XgbOptions {
-  XgbLoss loss = XgbLoss::Rank;
+  XgbLoss loss = XgbLoss::Residual;
   int rounds = 60;           // boosting rounds per fit
   int min_samples = 8;       // no fit below this many measurements
   double regrow = 1.2;       // refit when the data has grown by this factor
@@ -46,6 +50,7 @@ class XgbCostModel : public CostModel {
   struct TaskData {
     std::vector<std::vector<float>> features;
     std::vector<double> time_ms;  // 0: failed
+    std::vector<double> analytic;  // the analytic model's log speed
   };
   void fit();
 
