@@ -20,8 +20,8 @@ const char* kUsage =
     "                            [--cost-model=xgboost|xgboost-reg|analytic] [--timeout=SECONDS] [--json]\n"
     "  tune --workload=bert|resnet50 --trials=N [--scheduler=gradient|round-robin] [--records=FILE] [--json]\n"
     "                            measure, learn and keep the fastest correct kernel\n"
-    "  workload [bert] [--threads=N] [--strategy=construct] [--top-k=K] [--json]\n"
-    "                            the operators of one BERT-base encoder layer (sequence 128)\n"
+    "  workload [bert|resnet50] [--threads=N] [--strategy=construct] [--top-k=K] [--json]\n"
+    "                            a network's distinct operators: BERT-base at sequence 128 (12 layers)\n"
     "  hwspecs                   list bundled hardware specs\n";
 
 }  // namespace

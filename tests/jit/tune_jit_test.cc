@@ -151,6 +151,26 @@ TEST(TuneRecords, ResumeCountsSpentTrialsAndApplyBestUsesTheFastest) {
   std::remove(path.c_str());
 }
 
+TEST(TuneWorkload, TheSchedulerWarmsUpEveryTaskThenSpendsTheRestWhereItPays) {
+  TuneOptions o = quick("hybrid", 20);
+  o.batch = 2;
+  WorkloadTuneReport w = tune_workload("bert", o);
+  ASSERT_EQ(w.tasks.size(), workload_tasks("bert").size());
+  EXPECT_TRUE(w.ok);
+  int trials = 0;
+  double total = 0;
+  for (size_t i = 0; i < w.tasks.size(); ++i) {
+    const TuneReport& r = w.tasks[i].second;
+    EXPECT_GE(r.trials, 2) << w.tasks[i].first << ": every task gets its warm-up round";
+    EXPECT_TRUE(r.ok) << w.tasks[i].first;
+    trials += r.trials;
+    total += w.weights[i].second * r.best_time_ms;
+  }
+  EXPECT_EQ(trials, 20);
+  EXPECT_NEAR(w.weighted_total_ms, total, 1e-9 * total);
+  EXPECT_EQ(w.weights[5].second, 24);  // both layernorms of 12 layers, merged
+}
+
 TEST(TuneOptionsCheck, BadValuesAreUserErrors) {
   TuneOptions o;
   o.trials = 0;
