@@ -1,4 +1,5 @@
 #include <omp.h>
+#include <sys/mman.h>
 #include "onednn_baselines.h"
 
 #include <cblas.h>
@@ -12,10 +13,31 @@ namespace bench {
 
 namespace {
 
-std::vector<float> random_vector(size_t n) {
+// Large buffers on transparent huge pages, as loom's own Buffer::allocate
+// does, so both sides of a comparison get the same memory.
+template <typename T>
+struct PageAllocator {
+  using value_type = T;
+  PageAllocator() = default;
+  template <typename U>
+  PageAllocator(const PageAllocator<U>&) {}
+  T* allocate(size_t n) {
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t bytes = n * sizeof(T);
+    if (bytes < kHuge) return static_cast<T*>(std::aligned_alloc(64, (bytes + 63) & ~size_t(63)));
+    void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) & ~(kHuge - 1));
+    if (p) madvise(p, bytes, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  bool operator==(const PageAllocator&) const { return true; }
+};
+using FloatVec = std::vector<float, PageAllocator<float>>;
+
+FloatVec random_vector(size_t n) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
+  FloatVec v(n);
   for (float& x : v) x = d(rng);
   return v;
 }
@@ -34,11 +56,11 @@ void set_library_threads(int threads) {
 }
 
 struct GemmBuffers {
-  std::vector<float> a, b, c;
+  FloatVec a, b, c;
 };
 
 std::shared_ptr<GemmBuffers> gemm_buffers(int64_t M, int64_t N, int64_t K) {
-  return std::make_shared<GemmBuffers>(GemmBuffers{random_vector(M * K), random_vector(K * N), std::vector<float>(M * N)});
+  return std::make_shared<GemmBuffers>(GemmBuffers{random_vector(M * K), random_vector(K * N), FloatVec(M * N)});
 }
 
 Baseline onednn_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b) {
@@ -86,7 +108,7 @@ Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu, bool prefer
   }
   convolution_forward::primitive_desc pd(desc, attr, engine());
   struct S {
-    std::vector<float> src, wei_plain, wei, dst;
+    FloatVec src, wei_plain, wei, dst;
     memory src_m, wei_m, dst_m;
     convolution_forward prim;
     stream strm;
@@ -119,7 +141,7 @@ Baseline onednn_l2_norm(int64_t M, int64_t N) {
   reduction::desc desc(algorithm::reduction_norm_lp_sum, src_md, dst_md, 2.f, 0.f);
   reduction::primitive_desc pd(desc, engine());
   struct S {
-    std::vector<float> src, dst;
+    FloatVec src, dst;
     memory src_m, dst_m;
     reduction prim;
     stream strm;
@@ -141,9 +163,9 @@ Baseline onednn_l2_norm(int64_t M, int64_t N) {
 
 Baseline openblas_l2_norm(int64_t M, int64_t N) {
   struct S {
-    std::vector<float> src, dst;
+    FloatVec src, dst;
   };
-  auto s = std::make_shared<S>(S{random_vector(M * N), std::vector<float>(M)});
+  auto s = std::make_shared<S>(S{random_vector(M * N), FloatVec(M)});
   return {"OpenBLAS",
           [s, M, N] {
             for (int64_t i = 0; i < M; ++i) s->dst[i] = cblas_snrm2(N, s->src.data() + i * N, 1);

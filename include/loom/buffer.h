@@ -18,7 +18,8 @@ class Buffer {
  public:
   Buffer() = default;
 
-  // Zero-filled, 64-byte aligned, row-major.
+  // Zero-filled, 64-byte aligned (2 MiB and on huge pages when at least
+  // that large), row-major.
   static Buffer allocate(std::vector<int64_t> shape, DType type = DType::f32());
   // Wraps caller memory. Empty strides mean row-major.
   static Buffer borrow(void* data, std::vector<int64_t> shape, DType type = DType::f32(),

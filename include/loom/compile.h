@@ -16,14 +16,24 @@
 
 namespace loom {
 
+// Ranges of the options; compile() and tune() reject a value outside them
+// with a UserError naming it. A thread count above the CPUs this process may
+// run on (its affinity mask) is clamped to them, with a note in the report.
+inline constexpr int kMaxThreads = 4096;
+inline constexpr int kMaxTopK = 100;
+inline constexpr int kMaxWalkSteps = 20000;
+
+// The CPUs this process may run on (sched_getaffinity), at least 1.
+int usable_cpus();
+
 struct CompileOptions {
   std::string strategy = "default";  // default | construct | roller
   HwSpec target;    // empty name: detect the host
-  int threads = 0;  // parallel workers when running; 0: all cores
+  int threads = 0;  // parallel workers when running, [0, kMaxThreads]; 0 or above usable_cpus(): all usable CPUs
   // Construction strategies: how many candidates to emit. With top_k > 1
   // each is compiled, run and timed, and the fastest kept.
-  int top_k = 1;
-  int walk_steps = 500;      // Markov walk budget (construct)
+  int top_k = 1;             // [1, kMaxTopK]
+  int walk_steps = 500;      // Markov walk budget (construct), [1, kMaxWalkSteps]
   double temperature = 0.3;  // of the transition softmax (construct)
   uint64_t seed = 1;         // walks are deterministic for a seed
   // A tuning records file (see loom/tune.h): when it holds a correct

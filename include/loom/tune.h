@@ -24,20 +24,23 @@
 
 namespace loom {
 
+inline constexpr int kMaxTrials = 100000;
+inline constexpr int kMaxBatch = 1024;
+
 struct TuneOptions {
   // hybrid: construction's top states refined by evolution (loom's own);
   // search: Ansor-like evolution from random samples; random: random states;
   // construct / roller: construction's top-`trials`, measured.
   std::string strategy = "hybrid";
   HwSpec target;       // empty name: detect the host
-  int threads = 0;     // 0: one per core
-  int trials = 64;     // measurements (per operator; for a workload, in all)
-  int batch = 16;      // measurements per round
+  int threads = 0;     // [0, kMaxThreads], clamped to usable_cpus(); 0: one per core
+  int trials = 64;     // measurements (per operator; for a workload, in all), [1, kMaxTrials]
+  int batch = 16;      // measurements per round, [1, kMaxBatch]
   std::string records; // JSON-lines file to append to and resume from; empty: none
   uint64_t seed = 1;
   std::string cost_model = "xgboost";  // xgboost | xgboost-reg | analytic
-  double timeout_s = 10;  // a candidate making no progress this long is killed
-  int walk_steps = 500;   // construction's walk budget
+  double timeout_s = 10;  // a candidate making no progress this long is killed, (0, 3600]
+  int walk_steps = 500;   // construction's walk budget, [1, kMaxWalkSteps]
   std::string scheduler = "gradient";  // workloads: gradient | round-robin
 };
 

@@ -54,6 +54,9 @@ void parse_param(const std::string& arg, std::map<std::string, std::string>& par
 bool flag_value(const std::string& arg, const std::string& name, std::string& value);
 // Parses the flags shared by `run` and `workload`; false when `arg` is none of them.
 bool parse_setting(const std::string& arg, RunSettings& settings);
-int parse_count(const std::string& flag, const std::string& value, int minimum);
+// An integer flag value in [minimum, maximum]; UserError naming the flag otherwise.
+int parse_count(const std::string& flag, const std::string& value, int minimum, int maximum);
+// UserError when an option (--name, with or without a value) appears twice.
+void reject_repeated_flags(const std::vector<std::string>& args);
 
 }  // namespace loom::cli

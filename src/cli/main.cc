@@ -32,6 +32,12 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;
   }
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].size() > 4096) {
+      std::cerr << "loom: error: argument #" << i + 1 << " is " << args[i].size() << " characters long (at most 4096): '"
+                << args[i].substr(0, 40) << "...'\n";
+      return 2;
+    }
   std::string command = args[0];
   args.erase(args.begin());
   try {

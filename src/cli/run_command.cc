@@ -1,5 +1,6 @@
 // `loom ops` and `loom run`.
 #include <iomanip>
+#include <set>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -14,17 +15,17 @@ bool flag_value(const std::string& arg, const std::string& name, std::string& va
   return true;
 }
 
-int parse_count(const std::string& flag, const std::string& value, int minimum) {
+int parse_count(const std::string& flag, const std::string& value, int minimum, int maximum) {
   size_t used = 0;
-  int v = 0;
+  long long v = 0;
   try {
-    v = std::stoi(value, &used);
+    v = std::stoll(value, &used);
   } catch (const std::exception&) {
     used = 0;
   }
   LOOM_USER_CHECK(used == value.size() && !value.empty(), "--", flag, "='", value, "' is not an integer");
-  LOOM_USER_CHECK(v >= minimum, "--", flag, "=", v, " must be at least ", minimum);
-  return v;
+  LOOM_USER_CHECK(v >= minimum && v <= maximum, "--", flag, "=", v, " is outside [", minimum, ", ", maximum, "]");
+  return int(v);
 }
 
 bool parse_setting(const std::string& a, RunSettings& settings) {
@@ -32,14 +33,23 @@ bool parse_setting(const std::string& a, RunSettings& settings) {
   if (a == "--dump-ir") settings.dump_ir = true;
   else if (flag_value(a, "strategy", v)) settings.strategy = v;
   else if (flag_value(a, "hwspec", v)) settings.hwspec = v;
-  else if (flag_value(a, "threads", v)) settings.threads = parse_count("threads", v, 0);
-  else if (flag_value(a, "repeats", v)) settings.timing.repeats = parse_count("repeats", v, 1);
-  else if (flag_value(a, "top-k", v)) settings.top_k = parse_count("top-k", v, 1);
-  else if (flag_value(a, "walk-steps", v)) settings.walk_steps = parse_count("walk-steps", v, 1);
-  else if (flag_value(a, "seed", v)) settings.seed = uint64_t(parse_count("seed", v, 0));
+  else if (flag_value(a, "threads", v)) settings.threads = parse_count("threads", v, 0, kMaxThreads);
+  else if (flag_value(a, "repeats", v)) settings.timing.repeats = parse_count("repeats", v, 1, 100000);
+  else if (flag_value(a, "top-k", v)) settings.top_k = parse_count("top-k", v, 1, kMaxTopK);
+  else if (flag_value(a, "walk-steps", v)) settings.walk_steps = parse_count("walk-steps", v, 1, kMaxWalkSteps);
+  else if (flag_value(a, "seed", v)) settings.seed = uint64_t(parse_count("seed", v, 0, 2147483647));
   else if (flag_value(a, "records", v)) settings.records = v;
   else return false;
   return true;
+}
+
+void reject_repeated_flags(const std::vector<std::string>& args) {
+  std::set<std::string> seen;
+  for (const std::string& a : args) {
+    if (a.rfind("--", 0) != 0) continue;
+    const std::string name = a.substr(0, a.find('='));
+    LOOM_USER_CHECK(seen.insert(name).second, "option ", name, " given twice");
+  }
 }
 
 int command_ops(const std::vector<std::string>& args) {
@@ -65,6 +75,7 @@ RunOutcome run_operator(const std::string& name, const std::map<std::string, std
                         const RunSettings& settings) {
   RunOutcome out;
   out.op = make_operator(name, params);
+  check_run_memory(out.op);
   out.strategy = settings.strategy;
   out.hwspec = settings.hwspec;
   out.threads = settings.threads;
@@ -140,6 +151,7 @@ void parse_param(const std::string& arg, std::map<std::string, std::string>& par
 }
 
 int command_run(const std::vector<std::string>& args) {
+  reject_repeated_flags(args);
   LOOM_USER_CHECK(!args.empty(), "'loom run' needs an operator name (see 'loom ops')");
   RunSettings settings;
   bool json = false;

@@ -89,6 +89,7 @@ int print_workload(const WorkloadTuneReport& w, bool json) {
 }  // namespace
 
 int command_tune(const std::vector<std::string>& args) {
+  reject_repeated_flags(args);
   TuneOptions options;
   RunSettings settings;  // the shared flags: --threads, --hwspec, --seed, --walk-steps, --records
   settings.strategy = options.strategy;
@@ -98,12 +99,12 @@ int command_tune(const std::vector<std::string>& args) {
   std::string op;
   for (const std::string& a : args) {
     if (a == "--json") json = true;
-    else if (flag_value(a, "trials", value)) options.trials = parse_count("trials", value, 1);
-    else if (flag_value(a, "batch", value)) options.batch = parse_count("batch", value, 1);
+    else if (flag_value(a, "trials", value)) options.trials = parse_count("trials", value, 1, kMaxTrials);
+    else if (flag_value(a, "batch", value)) options.batch = parse_count("batch", value, 1, kMaxBatch);
     else if (flag_value(a, "workload", value)) workload = value;
     else if (flag_value(a, "scheduler", value)) options.scheduler = value;
     else if (flag_value(a, "cost-model", value)) options.cost_model = value;
-    else if (flag_value(a, "timeout", value)) options.timeout_s = parse_count("timeout", value, 1);
+    else if (flag_value(a, "timeout", value)) options.timeout_s = parse_count("timeout", value, 1, 3600);
     else if (parse_setting(a, settings)) continue;
     else if (a.rfind("--", 0) == 0) throw UserError("unknown option '" + a + "'");
     else if (op.empty() && a.find('=') == std::string::npos) op = a;

@@ -20,6 +20,7 @@ std::string params_text(const std::map<std::string, std::string>& p) {
 }  // namespace
 
 int command_workload(const std::vector<std::string>& args) {
+  reject_repeated_flags(args);
   RunSettings settings;
   settings.strategy = "construct";  // the main job shows loom's own strategy
   bool json = false;

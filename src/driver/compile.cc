@@ -21,27 +21,28 @@ double ms_since(std::chrono::steady_clock::time_point since) {
 
 // The best recorded schedule for the task, compiled; empty (with a note)
 // when the records hold none that replays.
-std::optional<Kernel> compile_from_records(const Task& task, const CompileOptions& options, std::string& note) {
+std::optional<Kernel> compile_from_records(const Task& task, const CompileOptions& options, int threads,
+                                           std::string& note) {
   std::vector<std::string> warnings;
   std::vector<Record> records = load_records(options.records, warnings);
   std::optional<Record> best = best_record(records, task);
   if (!best) {
-    note = "no correct record of '" + task.workload_key + "' on hwspec '" + task.target.name + "' in " +
+    note += (note.empty() ? "" : "; ") + std::string("no correct record of '") + task.workload_key + "' on hwspec '" + task.target.name + "' in " +
            options.records + "; used strategy " + options.strategy;
     return std::nullopt;
   }
   std::string why;
   State state = replay_record(*best, task, why);
   if (!state) {
-    note = "the best record of '" + task.workload_key + "' does not replay (" + why + "); used strategy " +
+    note += (note.empty() ? "" : "; ") + std::string("the best record of '") + task.workload_key + "' does not replay (" + why + "); used strategy " +
            options.strategy;
     return std::nullopt;
   }
-  Kernel k = compile_schedule(task.op, make_candidate(task, state, 0).schedule, task.target, options.threads);
+  Kernel k = compile_schedule(task.op, make_candidate(task, state, 0).schedule, task.target, threads);
   CompileReport& r = mutable_report(k);
   r.strategy = best->strategy;
   r.from_records = true;
-  r.note = "schedule from " + options.records + " (recorded " + std::to_string(best->time_ms) + " ms)";
+  r.note = note + (note.empty() ? "" : "; ") + "schedule from " + options.records + " (recorded " + std::to_string(best->time_ms) + " ms)";
   return k;
 }
 
@@ -55,15 +56,17 @@ std::vector<std::string> list_strategies() {
 
 Kernel compile(const Operator& op, const CompileOptions& options) {
   const StrategyInfo& strategy = find_strategy(options.strategy);
-  LOOM_USER_CHECK(options.threads >= 0, "threads=", options.threads, " must be non-negative");
-  LOOM_USER_CHECK(options.top_k >= 1 && options.top_k <= 1000, "top_k=", options.top_k, " must be in [1, 1000]");
-  LOOM_USER_CHECK(options.walk_steps >= 1, "walk_steps=", options.walk_steps, " must be positive");
-  LOOM_USER_CHECK(options.temperature > 0, "temperature=", options.temperature, " must be positive");
-  const Task task = make_task(op, resolve_target(options.target), options.threads);
-
   std::string note;
+  const int threads = resolve_threads(options.threads, note);
+  LOOM_USER_CHECK(options.top_k >= 1 && options.top_k <= kMaxTopK, "top_k=", options.top_k, " is outside [1, ",
+                  kMaxTopK, "]");
+  LOOM_USER_CHECK(options.walk_steps >= 1 && options.walk_steps <= kMaxWalkSteps, "walk_steps=", options.walk_steps,
+                  " is outside [1, ", kMaxWalkSteps, "]");
+  LOOM_USER_CHECK(options.temperature >= 0.01 && options.temperature <= 100, "temperature=", options.temperature,
+                  " is outside [0.01, 100]");
+  const Task task = make_task(op, resolve_target(options.target), threads);
   if (!options.records.empty())
-    if (std::optional<Kernel> k = compile_from_records(task, options, note)) return *k;
+    if (std::optional<Kernel> k = compile_from_records(task, options, threads, note)) return *k;
 
   StrategyContext context;
   context.construct = {options.walk_steps, options.temperature, options.seed};
@@ -91,7 +94,7 @@ Kernel compile(const Operator& op, const CompileOptions& options) {
                         " compiled and matched the reference: ", results[best].message);
     measure_ms = ms_since(t1);
   }
-  Kernel kept = compile_schedule(op, candidates[best].schedule, task.target, options.threads);
+  Kernel kept = compile_schedule(op, candidates[best].schedule, task.target, threads);
   CompileReport& report = mutable_report(kept);
   report.strategy = strategy.name;
   report.construct_ms = construct_ms;

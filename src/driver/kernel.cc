@@ -7,6 +7,7 @@
 #include "loom/error.h"
 #include "lower/lower.h"
 #include "runtime/thread_pool.h"
+#include "support/checked.h"
 
 namespace loom {
 
@@ -28,8 +29,12 @@ namespace {
 // Generated code assumes outputs alias nothing (its buffers are noalias).
 void check_no_output_aliasing(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
   auto range = [](const Buffer& b) {
-    auto* p = static_cast<const char*>(b.data());
-    return std::pair{p, p + b.numel() * b.dtype().bytes()};
+    const auto p = reinterpret_cast<uintptr_t>(b.data());
+    const int64_t bytes = checked_mul(b.numel(), b.dtype().bytes(), "the byte size of a buffer");
+    uintptr_t end = 0;
+    LOOM_USER_CHECK(!__builtin_add_overflow(p, uintptr_t(bytes), &end), "a buffer of ", bytes,
+                    " bytes does not fit in the address space after its start");
+    return std::pair{p, end};
   };
   for (size_t o = 0; o < outputs.size(); ++o) {
     auto [ob, oe] = range(outputs[o]);

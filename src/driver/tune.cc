@@ -20,22 +20,23 @@ namespace loom {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kPlayoffSize = 4;  // finalists re-measured at the end of a search, besides the incumbent
 
 void check_options(const TuneOptions& o) {
   find_strategy(o.strategy);
   parse_schedule_policy(o.scheduler);
-  LOOM_USER_CHECK(o.trials >= 1 && o.trials <= 100000, "trials=", o.trials, " must be in [1, 100000]");
-  LOOM_USER_CHECK(o.batch >= 1 && o.batch <= 1024, "batch=", o.batch, " must be in [1, 1024]");
-  LOOM_USER_CHECK(o.threads >= 0 && o.threads <= 4096, "threads=", o.threads, " must be in [0, 4096]");
-  LOOM_USER_CHECK(o.timeout_s > 0 && o.timeout_s <= 3600, "timeout_s=", o.timeout_s, " must be in (0, 3600]");
-  LOOM_USER_CHECK(o.walk_steps >= 1 && o.walk_steps <= 100000, "walk_steps=", o.walk_steps,
-                  " must be in [1, 100000]");
+  LOOM_USER_CHECK(o.trials >= 1 && o.trials <= kMaxTrials, "trials=", o.trials, " is outside [1, ", kMaxTrials, "]");
+  LOOM_USER_CHECK(o.batch >= 1 && o.batch <= kMaxBatch, "batch=", o.batch, " is outside [1, ", kMaxBatch, "]");
+  LOOM_USER_CHECK(o.timeout_s > 0 && o.timeout_s <= 3600, "timeout_s=", o.timeout_s, " is outside (0, 3600]");
+  LOOM_USER_CHECK(o.walk_steps >= 1 && o.walk_steps <= kMaxWalkSteps, "walk_steps=", o.walk_steps,
+                  " is outside [1, ", kMaxWalkSteps, "]");
 }
 
 // What the tasks of one tuning job share.
 struct Job {
   HwSpec target;
   int batch = 0;  // measurements per round: construction strategies spend their budget in one
+  int threads = 0;  // the request's, clamped to the usable CPUs
   TuningSettings settings;
   std::vector<Record> prior;
   std::unique_ptr<RecordWriter> writer;
@@ -81,6 +82,9 @@ void warm_start(Job& job, const std::vector<Task>& tuned) {
 Job make_job(const TuneOptions& options) {
   check_options(options);
   Job job;
+  std::string note;
+  job.threads = resolve_threads(options.threads, note);
+  if (!note.empty()) job.warnings.push_back(note);
   job.target = resolve_target(options.target);
   job.settings.strategy = options.strategy;
   job.batch = find_strategy(options.strategy).searches ? options.batch : options.trials;
@@ -106,7 +110,8 @@ TuneProgress progress_of(const TaskTuning& t, const Job& job) {
 
 // The report of one task, with its best kernel compiled and checked on
 // fresh random inputs.
-TuneResult finish(const TaskTuning& t, const TuneOptions& options, const Job& job) {
+TuneResult finish(TaskTuning& t, const TuneOptions& options, const Job& job) {
+  if (find_strategy(options.strategy).searches) t.playoff(kPlayoffSize);
   const Task& task = t.task();
   TuneResult out;
   TuneReport& r = out.report;
@@ -128,7 +133,7 @@ TuneResult finish(const TaskTuning& t, const TuneOptions& options, const Job& jo
   r.warnings = job.warnings;
   for (const CurvePoint& p : t.curve()) r.curve.push_back({p.trials, p.seconds, gflops(task, p.best_ms)});
   if (t.best()) {
-    out.kernel = compile_schedule(task.op, t.best()->schedule, task.target, options.threads);
+    out.kernel = compile_schedule(task.op, t.best()->schedule, task.target, task.threads);
     r.best_schedule = out.kernel.report().schedule;
     std::vector<Buffer> inputs = random_inputs(task.op, /*seed=*/42, task.plan_sizes);
     std::vector<Buffer> outputs;
@@ -147,7 +152,7 @@ TuneResult finish(const TaskTuning& t, const TuneOptions& options, const Job& jo
 TuneResult tune(const Operator& op, const TuneOptions& options,
                 const std::function<void(const TuneProgress&)>& on_round) {
   Job job = make_job(options);
-  Task task = make_task(op, job.target, options.threads);
+  Task task = make_task(op, job.target, job.threads);
   warm_start(job, {task});
   TaskTuning t(std::move(task), job.settings, job.writer.get(), job.prior, job.start);
   while (t.trials() < options.trials) {
@@ -163,7 +168,7 @@ WorkloadTuneReport tune_workload(const std::string& workload, const TuneOptions&
   std::vector<WorkloadTask> entries = workload_tasks(workload);
   std::vector<Task> tasks;
   for (const WorkloadTask& e : entries)
-    tasks.push_back(make_task(make_operator(e.op, e.params), job.target, options.threads, e.weight));
+    tasks.push_back(make_task(make_operator(e.op, e.params), job.target, job.threads, e.weight));
   warm_start(job, tasks);
   std::vector<std::unique_ptr<TaskTuning>> tunings;
   std::vector<TaskTuning*> pointers;

@@ -74,9 +74,13 @@ HwSpec load_hwspec(const std::string& name_or_path) {
   if (is_file(name_or_path)) return load_hwspec_file(name_or_path);
   std::string bundled = std::string(LOOM_HWSPEC_DIR) + "/" + name_or_path + ".yaml";
   if (is_file(bundled)) return load_hwspec_file(bundled);
+  struct stat st;
+  if (stat(name_or_path.c_str(), &st) == 0)
+    throw UserError("hwspec '" + name_or_path + "' exists but is " +
+                    (S_ISDIR(st.st_mode) ? "a directory" : "not a regular file") + "; give a YAML file or a bundled name");
   std::string known;
   for (const auto& n : bundled_hwspec_names()) known += (known.empty() ? "" : ", ") + n;
-  throw UserError("unknown hwspec '" + name_or_path + "': not a file and not a bundled spec (" + known + ")");
+  throw UserError("unknown hwspec '" + name_or_path + "': no such file and not a bundled spec (" + known + ")");
 }
 
 HwSpec detect_host_cpu() {

@@ -5,6 +5,9 @@
 // must be self-consistent. Errors name the file, the field and the value.
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -24,8 +27,11 @@ class Reader {
     throw UserError(source_ + ": field '" + field + "': " + message);
   }
 
+  // Rejects unknown and repeated keys (YAML maps may not repeat a key;
+  // yaml-cpp would silently keep one of them).
   void only_keys(const YAML::Node& map, const std::string& where, const std::set<std::string>& allowed) const {
     if (!map.IsMap()) fail(where, "expected a mapping");
+    std::set<std::string> seen;
     for (const auto& kv : map) {
       std::string key = kv.first.as<std::string>();
       if (!allowed.count(key)) {
@@ -33,6 +39,7 @@ class Reader {
         for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
         fail(join(where, key), "unknown field (allowed: " + all + ")");
       }
+      if (!seen.insert(key).second) fail(join(where, key), "given twice");
     }
   }
 
@@ -52,33 +59,34 @@ class Reader {
   }
 
   double number(const YAML::Node& map, const std::string& where, const std::string& key, bool required,
-                double fallback, double minimum) const {
+                double fallback, double minimum, double maximum) const {
     std::string s = text(map, where, key, required, "");
     if (s.empty() && !required) return fallback;
     double v = 0;
     std::istringstream is(s);
-    if (!(is >> v) || !is.eof()) fail(join(where, key), "value '" + s + "' is not a number");
-    if (v < minimum)
-      fail(join(where, key), "value '" + s + "' must be at least " + std::to_string(int64_t(minimum)));
+    if (!(is >> v) || !is.eof() || !std::isfinite(v)) fail(join(where, key), "value '" + s + "' is not a number");
+    if (v < minimum || v > maximum)
+      fail(join(where, key), "value '" + s + "' is outside the physical range [" + shortest(minimum) + ", " +
+                                 shortest(maximum) + "]");
     return v;
   }
 
   int64_t integer(const YAML::Node& map, const std::string& where, const std::string& key, bool required,
-                  int64_t fallback, int64_t minimum = 1) const {
-    double v = number(map, where, key, required, double(fallback), double(minimum));
-    if (v != double(int64_t(v))) fail(join(where, key), "value '" + text(map, where, key) + "' is not an integer");
-    return int64_t(v);
+                  int64_t fallback, int64_t minimum, int64_t maximum) const {
+    double v = number(map, where, key, required, double(fallback), double(minimum), double(maximum));
+    if (v != std::floor(v)) fail(join(where, key), "value '" + text(map, where, key) + "' is not an integer");
+    return int64_t(v);  // exact: within [minimum, maximum], both far below 2^53
   }
 
   // Sizes are bytes, or a number with a KiB/MiB/GiB (or KB/MB/GB) suffix.
   int64_t bytes(const YAML::Node& map, const std::string& where, const std::string& key, bool required,
-                int64_t fallback) const {
+                int64_t fallback, int64_t minimum, int64_t maximum) const {
     std::string s = text(map, where, key, required, "");
     if (s.empty() && !required) return fallback;
     std::istringstream is(s);
     double v = 0;
     std::string unit;
-    if (!(is >> v)) fail(join(where, key), "value '" + s + "' is not a size");
+    if (!(is >> v) || !std::isfinite(v)) fail(join(where, key), "value '" + s + "' is not a size");
     is >> unit;
     double scale = unit.empty() || unit == "B" ? 1
                    : unit == "KiB" || unit == "KB" ? 1024.0
@@ -86,8 +94,18 @@ class Reader {
                    : unit == "GiB" || unit == "GB" ? 1024.0 * 1024 * 1024
                                                    : -1;
     if (scale < 0 || !is.eof()) fail(join(where, key), "value '" + s + "' has an unknown unit (use B, KiB, MiB, GiB)");
-    if (v <= 0) fail(join(where, key), "value '" + s + "' must be positive");
-    return int64_t(v * scale);
+    const double b = v * scale;
+    if (b < double(minimum) || b > double(maximum))
+      fail(join(where, key), "value '" + s + "' is outside the physical range [" + std::to_string(minimum) + ", " +
+                                 std::to_string(maximum) + "] bytes");
+    if (b != std::floor(b)) fail(join(where, key), "value '" + s + "' is not a whole number of bytes");
+    return int64_t(b);
+  }
+
+  static std::string shortest(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
   }
 
  private:
@@ -99,20 +117,20 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
                          "vector_registers", "frequency_ghz", "peak_gflops_per_core", "dram_bandwidth_gbs",
                          "load_bytes_per_cycle", "caches", "isa"});
   CpuSpec c;
-  c.cores = int(r.integer(n, "cpu", "cores", true, 1));
-  c.threads_per_core = int(r.integer(n, "cpu", "threads_per_core", false, 1));
-  c.vector_bits = int(r.integer(n, "cpu", "vector_bits", true, 128));
+  c.cores = int(r.integer(n, "cpu", "cores", true, 1, 1, 4096));
+  c.threads_per_core = int(r.integer(n, "cpu", "threads_per_core", false, 1, 1, 8));
+  c.vector_bits = int(r.integer(n, "cpu", "vector_bits", true, 128, 128, 512));
   if (c.vector_bits != 128 && c.vector_bits != 256 && c.vector_bits != 512)
     r.fail("cpu.vector_bits", "value '" + std::to_string(c.vector_bits) + "' must be 128, 256 or 512");
-  c.fma_units = int(r.integer(n, "cpu", "fma_units", true, 1));
-  c.fma_latency = int(r.integer(n, "cpu", "fma_latency", false, 4));
-  c.vector_registers = int(r.integer(n, "cpu", "vector_registers", true, 16));
-  c.frequency_ghz = r.number(n, "cpu", "frequency_ghz", true, 1.0, 0.1);
-  c.peak_gflops_per_core = r.number(n, "cpu", "peak_gflops_per_core", false, 0.0, 0.0);
+  c.fma_units = int(r.integer(n, "cpu", "fma_units", true, 1, 1, 8));
+  c.fma_latency = int(r.integer(n, "cpu", "fma_latency", false, 4, 1, 64));
+  c.vector_registers = int(r.integer(n, "cpu", "vector_registers", true, 16, 4, 256));
+  c.frequency_ghz = r.number(n, "cpu", "frequency_ghz", true, 1.0, 0.1, 10);
+  c.peak_gflops_per_core = r.number(n, "cpu", "peak_gflops_per_core", false, 0.0, 0.0, 1e5);
   if (c.peak_gflops_per_core == 0)
     c.peak_gflops_per_core = c.frequency_ghz * c.fma_units * c.fp32_lanes() * 2;
-  c.dram_bandwidth_gbs = r.number(n, "cpu", "dram_bandwidth_gbs", true, 0.0, 0.1);
-  c.load_bytes_per_cycle = int(r.integer(n, "cpu", "load_bytes_per_cycle", false, 0, 0));
+  c.dram_bandwidth_gbs = r.number(n, "cpu", "dram_bandwidth_gbs", true, 0.0, 0.1, 1e5);
+  c.load_bytes_per_cycle = int(r.integer(n, "cpu", "load_bytes_per_cycle", false, 0, 0, 4096));
   if (YAML::Node isa = n["isa"]) {
     if (!isa.IsSequence()) r.fail("cpu.isa", "expected a list of ISA extension names");
     for (const auto& e : isa) c.isa.push_back(e.as<std::string>());
@@ -126,13 +144,14 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
     r.only_keys(cn, where, {"name", "size", "line_bytes", "associativity", "shared_by_cores", "bandwidth_gbs"});
     CacheLevel lvl;
     lvl.name = r.text(cn, where, "name");
-    lvl.size_bytes = r.bytes(cn, where, "size", true, 0);
-    lvl.line_bytes = r.integer(cn, where, "line_bytes", false, 64);
+    lvl.size_bytes = r.bytes(cn, where, "size", true, 0, 1024, int64_t(1) << 40);
+    lvl.line_bytes = r.integer(cn, where, "line_bytes", false, 64, 8, 4096);
     if (lvl.line_bytes & (lvl.line_bytes - 1))
       r.fail(where + ".line_bytes", "value '" + std::to_string(lvl.line_bytes) + "' is not a power of two");
-    lvl.associativity = r.integer(cn, where, "associativity", true, 8);
-    lvl.shared_by_cores = r.integer(cn, where, "shared_by_cores", false, 1);
-    lvl.bandwidth_gbs = r.number(cn, where, "bandwidth_gbs", false, 0.0, 0.0);
+    lvl.associativity = r.integer(cn, where, "associativity", true, 8, 1, 4096);
+    lvl.shared_by_cores = r.integer(cn, where, "shared_by_cores", false, 1, 1, 4096);
+    lvl.bandwidth_gbs = r.number(cn, where, "bandwidth_gbs", false, 0.0, 0.0, 1e6);
+    // Both products stay below 2^52: size <= 2^40, shared_by_cores <= 2^12.
     if (!c.caches.empty() && lvl.size_bytes * lvl.shared_by_cores <=
                                  c.caches.back().size_bytes * c.caches.back().shared_by_cores)
       r.fail(where + ".size", "cache levels must grow outward, but " + lvl.name + " is not larger than " +
@@ -148,19 +167,19 @@ GpuSpec parse_gpu(const YAML::Node& n, const Reader& r) {
                          "max_registers_per_thread", "l2", "dram_bandwidth_gbs", "peak_fp32_tflops", "clock_ghz"});
   GpuSpec g;
   g.compute_capability = r.text(n, "gpu", "compute_capability");
-  g.sms = int(r.integer(n, "gpu", "sms", true, 1));
-  g.warp_size = int(r.integer(n, "gpu", "warp_size", true, 32));
-  g.max_threads_per_block = int(r.integer(n, "gpu", "max_threads_per_block", true, 1024));
-  g.max_threads_per_sm = int(r.integer(n, "gpu", "max_threads_per_sm", true, 2048));
-  g.max_blocks_per_sm = int(r.integer(n, "gpu", "max_blocks_per_sm", true, 32));
-  g.shared_memory_per_block = r.bytes(n, "gpu", "shared_memory_per_block", true, 0);
-  g.shared_memory_per_sm = r.bytes(n, "gpu", "shared_memory_per_sm", true, 0);
-  g.registers_per_sm = r.integer(n, "gpu", "registers_per_sm", true, 65536);
-  g.max_registers_per_thread = int(r.integer(n, "gpu", "max_registers_per_thread", true, 255));
-  g.l2_bytes = r.bytes(n, "gpu", "l2", true, 0);
-  g.dram_bandwidth_gbs = r.number(n, "gpu", "dram_bandwidth_gbs", true, 0, 0.1);
-  g.peak_fp32_tflops = r.number(n, "gpu", "peak_fp32_tflops", true, 0, 0.001);
-  g.clock_ghz = r.number(n, "gpu", "clock_ghz", true, 1.0, 0.1);
+  g.sms = int(r.integer(n, "gpu", "sms", true, 1, 1, 4096));
+  g.warp_size = int(r.integer(n, "gpu", "warp_size", true, 32, 1, 128));
+  g.max_threads_per_block = int(r.integer(n, "gpu", "max_threads_per_block", true, 1024, 1, 8192));
+  g.max_threads_per_sm = int(r.integer(n, "gpu", "max_threads_per_sm", true, 2048, 1, 65536));
+  g.max_blocks_per_sm = int(r.integer(n, "gpu", "max_blocks_per_sm", true, 32, 1, 1024));
+  g.shared_memory_per_block = r.bytes(n, "gpu", "shared_memory_per_block", true, 0, 1024, int64_t(1) << 30);
+  g.shared_memory_per_sm = r.bytes(n, "gpu", "shared_memory_per_sm", true, 0, 1024, int64_t(1) << 30);
+  g.registers_per_sm = r.integer(n, "gpu", "registers_per_sm", true, 65536, 1024, int64_t(1) << 24);
+  g.max_registers_per_thread = int(r.integer(n, "gpu", "max_registers_per_thread", true, 255, 16, 4096));
+  g.l2_bytes = r.bytes(n, "gpu", "l2", true, 0, 1024, int64_t(1) << 40);
+  g.dram_bandwidth_gbs = r.number(n, "gpu", "dram_bandwidth_gbs", true, 0, 0.1, 1e6);
+  g.peak_fp32_tflops = r.number(n, "gpu", "peak_fp32_tflops", true, 0, 0.001, 1e5);
+  g.clock_ghz = r.number(n, "gpu", "clock_ghz", true, 1.0, 0.1, 10);
   if (g.max_threads_per_block % g.warp_size != 0)
     r.fail("gpu.max_threads_per_block", "value '" + std::to_string(g.max_threads_per_block) +
                                             "' is not a multiple of warp_size " + std::to_string(g.warp_size));
@@ -179,7 +198,10 @@ HwSpec parse_hwspec_yaml(const std::string& yaml_text, const std::string& source
   Reader r(source);
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
+    if (docs.size() > 1)
+      throw UserError(source + ": holds " + std::to_string(docs.size()) + " YAML documents; a hwspec is one");
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::Exception& e) {
     throw UserError(source + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
                     std::to_string(e.mark.column + 1) + ": " + e.msg);
@@ -212,7 +234,7 @@ HwSpec parse_hwspec_yaml(const std::string& yaml_text, const std::string& source
 
 HwSpec load_hwspec_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw UserError("cannot read hwspec file '" + path + "'");
+  if (!in) throw UserError("cannot read hwspec file '" + path + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_hwspec_yaml(ss.str(), path);

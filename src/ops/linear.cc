@@ -32,6 +32,8 @@ Operator batch_matmul(Expr Bt, Expr M, Expr N, Expr K) {
 Expr gelu_of(const Expr& x) { return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f)); }
 
 Operator dense(Expr M, Expr N, Expr K, Epilogue epilogue) {
+  LOOM_USER_CHECK(epilogue != Epilogue::BnRelu,
+                  "dense: epilogue BnRelu is for conv2d; dense takes None, Bias, BiasRelu or BiasGelu");
   auto X = placeholder({M, K}, "X");
   auto W = placeholder({N, K}, "W");
   auto k = reduce_axis(K, "k");

@@ -5,7 +5,9 @@
 #include <map>
 #include <memory>
 #include <pthread.h>
+#include <sched.h>
 
+#include "loom/compile.h"
 #include "loom/error.h"
 #include "runtime/runtime_abi.h"
 
@@ -123,12 +125,20 @@ PoolRegistry& pool_registry() {
 }  // namespace
 
 ThreadPool& ThreadPool::with_threads(int threads) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = usable_cpus();
+  LOOM_INTERNAL_CHECK(threads <= kMaxThreads, "a pool of ", threads, " threads was asked for");
   PoolRegistry& r = pool_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto& pool = r.pools[threads];
   if (!pool) pool = std::make_unique<ThreadPool>(threads);
   return *pool;
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, CPU_COUNT(&set));
 }
 
 ScopedPool::ScopedPool(ThreadPool& pool) : saved_(current_pool) { current_pool = &pool; }
@@ -142,53 +152,4 @@ extern "C" void loom_parallel_for(void (*task)(void*, int64_t, int64_t), void* c
     return;
   }
   loom::current_pool->run(n, [&](int64_t b, int64_t e) { task(closure, b, e); });
-}
-
-namespace {
-
-// Scratch blocks freed by generated code stay with their thread for the next
-// call: kernels allocate the same packing buffers on every call, and fresh
-// large blocks would come from mmap with new page faults each time.
-struct ScratchCache {
-  static constexpr int kKeep = 8;
-  std::pair<void*, size_t> blocks[kKeep] = {};
-  std::vector<std::pair<void*, size_t>> live;  // handed out: pointer -> capacity
-  ~ScratchCache() {
-    for (auto& b : blocks) std::free(b.first);
-  }
-};
-thread_local ScratchCache scratch;
-
-}  // namespace
-
-extern "C" void* loom_alloc(int64_t bytes) {
-  size_t rounded = (size_t(std::max<int64_t>(bytes, 1)) + 63) & ~size_t(63);
-  void* p = nullptr;
-  for (auto& b : scratch.blocks)
-    if (b.first && b.second >= rounded) {
-      p = b.first;
-      rounded = b.second;
-      b = {nullptr, 0};
-      break;
-    }
-  if (!p) p = std::aligned_alloc(64, rounded);
-  if (!p) std::abort();  // out of memory inside generated code: cannot unwind through JIT frames
-  scratch.live.emplace_back(p, rounded);
-  return p;
-}
-
-extern "C" void loom_free(void* ptr) {
-  size_t capacity = 0;
-  for (size_t i = 0; i < scratch.live.size(); ++i)
-    if (scratch.live[i].first == ptr) {
-      capacity = scratch.live[i].second;
-      scratch.live.erase(scratch.live.begin() + i);
-      break;
-    }
-  for (auto& b : scratch.blocks)
-    if (!b.first) {
-      b = {ptr, capacity};
-      return;
-    }
-  std::free(ptr);
 }

@@ -30,7 +30,7 @@ class ThreadPool {
   // Runs fn(begin, end) over chunks covering [0, n); returns when done.
   void run(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
-  // The shared pool with `threads` threads (0: one per core).
+  // The shared pool with `threads` threads (0: one per CPU this process may use).
   static ThreadPool& with_threads(int threads);
 
  private:

@@ -17,6 +17,7 @@
 #include "codegen/backend.h"
 #include "ir/size_binding.h"
 #include "loom/error.h"
+#include "loom/memory.h"
 #include "loom/reference.h"
 #include "loom/timing.h"
 #include "lower/lower.h"
@@ -272,6 +273,7 @@ void run_isolated(const WorkerJob& job, Collector& c) {
 }  // namespace
 
 Measurer::Measurer(const Task& task, MeasureOptions options) : task_(task), options_(std::move(options)) {
+  check_run_memory(task.op, task.plan_sizes);
   inputs_ = random_inputs(task.op, /*seed=*/3, task.plan_sizes);
   SizeBinding binding = bind_sizes(task.op, task.plan_sizes);
   for (const auto& t : task.op.outputs) output_shapes_.push_back(eval_shape(t.shape(), binding));

@@ -50,6 +50,7 @@ void TaskTuning::resume(const std::vector<Record>& prior) {
     if (!s) continue;  // counted as spent; nothing to learn from
     candidates.push_back(make_candidate(*task_, s, 0));
     results.push_back(result_of(r));
+    if (r.ok()) correct_.push_back({candidates.back(), r.time_ms});
     if (r.ok() && (!best_ || r.time_ms < best_ms_)) {
       best_ = candidates.back();
       best_ms_ = r.time_ms;
@@ -90,6 +91,7 @@ int TaskTuning::round(int n) {
   int winner = -1;
   for (size_t i = 0; i < results.size(); ++i) {
     errors_ += !results[i].ok();
+    if (results[i].ok()) correct_.push_back({candidates[i], results[i].time_ms});
     if (results[i].ok() && (winner < 0 || results[i].time_ms < results[size_t(winner)].time_ms)) winner = int(i);
   }
   if (trials_ == resumed_ && winner >= 0) seed_ms_ = results[size_t(winner)].time_ms;
@@ -103,6 +105,30 @@ int TaskTuning::round(int n) {
   history_.push_back(best_ms_);
   curve_.push_back({trials_, seconds_since(start_), best_ms_});
   return int(candidates.size());
+}
+
+void TaskTuning::playoff(int k) {
+  std::stable_sort(correct_.begin(), correct_.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  std::vector<Candidate> finalists;
+  auto add = [&](const Candidate& c) {
+    for (const Candidate& f : finalists)
+      if (*f.state == *c.state) return;
+    finalists.push_back(c);
+  };
+  if (best_) add(*best_);
+  for (size_t i = 0; i < correct_.size() && int(finalists.size()) < k + 1; ++i) add(correct_[i].first);
+  if (finalists.size() < 2) return;
+  MeasureOptions more = settings_.measure;
+  more.passes = 5;
+  more.faults = {};  // a re-measurement, not a new candidate
+  std::vector<MeasureResult> results = Measurer(*task_, more).measure(finalists);
+  int winner = -1;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (results[i].ok() && (winner < 0 || results[i].time_ms < results[size_t(winner)].time_ms)) winner = int(i);
+  if (winner < 0) return;
+  best_ = finalists[size_t(winner)];
+  best_ms_ = results[size_t(winner)].time_ms;
+  best_err_ = results[size_t(winner)].max_rel_err;
 }
 
 }  // namespace loom

@@ -4,7 +4,8 @@
 // the isolated measurer together with the best kernel so far (so that the
 // round's winner replaces it only if it is faster side by side, on the same
 // machine state), appends one record per measurement and fsyncs, and hands
-// the results to the tuner. Records of earlier runs of the same task
+// the results to the tuner; a final playoff re-measures the few fastest.
+// Records of earlier runs of the same task
 // (workload, spec, threads, strategy) resume it: their trials count, the
 // tuner observes them, and their best is the incumbent.
 #pragma once
@@ -43,6 +44,12 @@ class TaskTuning {
   // Measures up to n new candidates; 0 when the tuner has nothing left.
   int round(int n);
 
+  // Re-measures the k fastest distinct candidates measured so far (and the
+  // incumbent) side by side in one worker over more passes, and keeps the
+  // fastest: a single round's timing on a noisy machine can crown a
+  // candidate that is not really faster. Not a trial, not recorded.
+  void playoff(int k);
+
   int trials() const { return trials_; }
   int resumed() const { return resumed_; }
   int errors() const { return errors_; }
@@ -69,6 +76,7 @@ class TaskTuning {
   double best_ms_ = 0, best_err_ = 0, seed_ms_ = 0, construct_ms_ = 0;
   int trials_ = 0, resumed_ = 0, errors_ = 0;
   bool exhausted_ = false, proposed_once_ = false;
+  std::vector<std::pair<Candidate, double>> correct_;  // every correct measurement: candidate, time
   std::vector<double> history_;
   std::vector<CurvePoint> curve_;
 };

@@ -39,7 +39,7 @@ cli_test(tune_json 0 "\"construct_ms\".*\"errors\".*\"max_rel_err\".*\"measured\
          tune matmul M=20 N=24 K=16 --threads=1 --trials=8 --batch=4 --json)
 cli_test(tune_random 0 "\"ok\":true" tune dense M=9 N=16 K=8 epilogue=bias_gelu --threads=1 --trials=4 --strategy=random --json)
 cli_test(tune_no_op 2 "needs an operator name" tune --trials=4)
-cli_test(tune_bad_trials 2 "--trials=0 must be at least 1" tune matmul M=2 N=2 K=2 --trials=0)
+cli_test(tune_bad_trials 2 "--trials=0 is outside \\[1, 100000\\]" tune matmul M=2 N=2 K=2 --trials=0)
 cli_test(tune_bad_scheduler 2 "unknown scheduler 'lifo'" tune --workload=bert --scheduler=lifo)
 cli_test(tune_bad_workload 2 "unknown workload 'vgg'" tune --workload=vgg)
 add_test(NAME cli.tune_bad_faults COMMAND ${CMAKE_COMMAND} -E env LOOM_FAULTS=melt=1
@@ -48,3 +48,11 @@ set_tests_properties(cli.tune_bad_faults PROPERTIES LABELS cli)
 cli_test(run_records_missing 0 "no correct record" run matmul M=4 N=4 K=4 --records=/nonexistent/records.jsonl)
 add_test(NAME cli.tune_kill_resume COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/tune_kill_resume.sh $<TARGET_FILE:loom>)
 set_tests_properties(cli.tune_kill_resume PROPERTIES LABELS cli TIMEOUT 300)
+
+# Hardening: ranges, repeated flags, huge arguments, paths that are not files.
+cli_test(threads_beyond_cpus 0 "note: threads=1000 clamped to the [0-9]+ CPUs this process may use" run matmul M=64 N=64 K=64 --threads=1000)
+cli_test(threads_huge 2 "--threads=2147483647 is outside \\[0, 4096\\]" run matmul M=64 N=64 K=64 --threads=2147483647)
+cli_test(walk_steps_huge 2 "--walk-steps=2147483647 is outside \\[1, 20000\\]" run matmul M=8 N=8 K=8 --strategy=construct --walk-steps=2147483647)
+cli_test(top_k_huge 2 "--top-k=1000 is outside \\[1, 100\\]" run matmul M=8 N=8 K=8 --strategy=construct --top-k=1000)
+cli_test(repeated_flag 2 "option --threads given twice" run matmul M=8 N=8 K=8 --threads=1 --threads=2)
+cli_test(hwspec_directory 2 "exists but is a directory" run matmul M=8 N=8 K=8 --hwspec=${CMAKE_CURRENT_SOURCE_DIR})

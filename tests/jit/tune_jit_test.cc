@@ -174,7 +174,7 @@ TEST(TuneWorkload, TheSchedulerWarmsUpEveryTaskThenSpendsTheRestWhereItPays) {
 TEST(TuneOptionsCheck, BadValuesAreUserErrors) {
   TuneOptions o;
   o.trials = 0;
-  EXPECT_USER_ERROR(tune(small_op(), o), "trials=0");
+  EXPECT_USER_ERROR(tune(small_op(), o), "trials=0 is outside [1, 100000]");
   o = TuneOptions{};
   o.strategy = "annealing";
   EXPECT_USER_ERROR(tune(small_op(), o), "unknown strategy 'annealing'");

@@ -80,7 +80,7 @@ TEST(HwSpec, BadFilesNameTheFileFieldAndValue) {
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "cores: two"), "f.yaml"),
                     "f.yaml: field 'cpu.cores': value 'two' is not a number");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "cores: 0"), "f.yaml"),
-                    "field 'cpu.cores': value '0' must be at least 1");
+                    "field 'cpu.cores': value '0' is outside the physical range [1, 4096]");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "corez: 2"), "f.yaml"),
                     "field 'cpu.corez': unknown field");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "vector_bits: 256", "vector_bits: 300"), "f.yaml"),
@@ -105,7 +105,36 @@ TEST(HwSpec, InconsistentGpuIsRejected) {
 }
 
 TEST(HwSpec, UnknownNameAndMissingFile) {
-  EXPECT_USER_ERROR(load_hwspec("pentium_pro"), "unknown hwspec 'pentium_pro'");
+  EXPECT_USER_ERROR(load_hwspec("pentium_pro"), "unknown hwspec 'pentium_pro': no such file");
+  EXPECT_USER_ERROR(load_hwspec(LOOM_TEST_HWSPEC_DIR), "exists but is a directory");
+}
+
+// Values outside any physical range are rejected in the field's own type,
+// before any narrowing or arithmetic (these once crashed or wrapped).
+TEST(HwSpec, ValuesOutsidePhysicalRangesAreRejected) {
+  std::ifstream in(std::string(LOOM_TEST_HWSPEC_DIR) + "/h100.yaml");
+  std::string gpu((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(gpu, "warp_size: 32", "warp_size: 4294967296"), "g.yaml"),
+                    "field 'gpu.warp_size': value '4294967296' is outside the physical range [1, 128]");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(gpu, "warp_size: 32", "warp_size: 4294967312"), "g.yaml"),
+                    "outside the physical range");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "frequency_ghz: 2.0", "frequency_ghz: 1e12"), "f.yaml"),
+                    "field 'cpu.frequency_ghz': value '1e12' is outside the physical range [0.1, 10]");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "size: 1MiB", "size: 1e30 GiB"), "f.yaml"),
+                    "field 'cpu.caches[1].size': value '1e30 GiB' is outside the physical range");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "size: 1MiB, associativity: 16",
+                                              "size: 1MiB, associativity: 16, shared_by_cores: 4611686018427387904"),
+                                      "f.yaml"),
+                    "field 'cpu.caches[1].shared_by_cores'");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "cores: nan"), "f.yaml"), "is not a number");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "cores: 2.5"), "f.yaml"), "is not an integer");
+}
+
+TEST(HwSpec, DuplicateKeysAndSeveralDocumentsAreRejected) {
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "cores: 2\n  cores: 64"), "f.yaml"),
+                    "field 'cpu.cores': given twice");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(std::string(kGoodCpu) + "---\n" + kGoodCpu, "f.yaml"),
+                    "f.yaml: holds 2 YAML documents");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include "codegen/backend.h"
 #include "codegen/cpu/jit.h"
 #include "codegen/cpu/llvm_codegen.h"
+#include "loom/error.h"
+#include "runtime/runtime_abi.h"
 
 namespace loom::codegen {
 
@@ -13,7 +15,12 @@ class CpuFunction : public CompiledFunction {
  public:
   explicit CpuFunction(std::unique_ptr<JitCode> code)
       : code_(std::move(code)), entry_(reinterpret_cast<Entry>(code_->entry())) {}
-  void call(void* const* buffers, const int64_t* sizes) const override { entry_(buffers, sizes); }
+  void call(void* const* buffers, const int64_t* sizes) const override {
+    entry_(buffers, sizes);
+    if (int64_t failed = loom_take_alloc_failure())
+      throw UserError("out of memory: the kernel could not allocate " + std::to_string(failed) +
+                      " bytes of scratch (packing) memory; its outputs are incomplete");
+  }
   std::string ir() const override { return code_->optimized_ir(); }
 
  private:

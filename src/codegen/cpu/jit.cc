@@ -81,12 +81,35 @@ class Engine {
   }
 };
 
+// Compile time is bounded by code size. loom unrolls micro-kernels itself
+// (bounded by construction's legality rules); beyond kUnrollBudget
+// instructions before optimization, LLVM's own loop unrolling, which can
+// multiply constant-trip remainder loops into minutes of work, is turned
+// off, and beyond kMaxInstructions the kernel is refused.
+constexpr size_t kUnrollBudget = 20000;
+constexpr size_t kMaxInstructions = 400000;
+
+size_t instruction_count(const llvm::Module& m) {
+  size_t n = 0;
+  for (const llvm::Function& f : m) n += f.getInstructionCount();
+  return n;
+}
+
 void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+  const size_t size = instruction_count(m);
+  if (size > kMaxInstructions)
+    throw UserError("the generated kernel has " + std::to_string(size) + " instructions before optimization, over " +
+                    "the budget of " + std::to_string(kMaxInstructions) + "; choose a smaller register tile or unroll");
+  llvm::PipelineTuningOptions tuning;
+  if (size > kUnrollBudget) {
+    tuning.LoopUnrolling = false;
+    tuning.LoopInterleaving = false;
+  }
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
+  llvm::PassBuilder pb(&tm, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);

@@ -1,6 +1,7 @@
 #include "codegen/cpu/llvm_codegen.h"
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -245,10 +246,18 @@ class FunctionEmitter {
     auto* alloc_t = llvm::FunctionType::get(b_.getPtrTy(), {b_.getInt64Ty()}, false);
     auto* free_t = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false);
     Value* ptr = b_.CreateCall(m_.getOrInsertFunction("loom_alloc", alloc_t), {bytes});
+    // Out of memory: skip the body (the failure is reported by the caller).
+    Function* fn = b_.GetInsertBlock()->getParent();
+    BasicBlock* body_bb = BasicBlock::Create(ctx_, "scratch_ok", fn);
+    BasicBlock* after_bb = BasicBlock::Create(ctx_, "scratch_done", fn);
+    b_.CreateCondBr(b_.CreateIsNotNull(ptr), body_bb, after_bb, llvm::MDBuilder(ctx_).createBranchWeights(1000, 1));
+    b_.SetInsertPoint(body_bb);
     bufs_[a->buffer.get()] = ptr;
     stmt(a->body);
     b_.CreateCall(m_.getOrInsertFunction("loom_free", free_t), {ptr});
     bufs_.erase(a->buffer.get());
+    b_.CreateBr(after_bb);
+    b_.SetInsertPoint(after_bb);
   }
 
   void store(const StoreNode* s) {
