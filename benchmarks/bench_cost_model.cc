@@ -1,5 +1,5 @@
 // Ranking quality of the cost models on held-out measurements.
-// (xgboost is the residual model, the tuner's default.)
+// (xgboost is the tuner's default: Ansor's label-weighted squared error.)
 //
 //   loom_bench_cost_model [--split=alternate] RECORDS.jsonl...
 //
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   }
   std::printf("%zu workloads with >= 8 measurements on this host\n", splits.size());
   std::printf("%-14s %10s %14s\n", "model", "mean tau", "top-1 recall");
-  for (const char* name : {"analytic", "xgboost", "xgboost-rank", "xgboost-reg"}) {
+  for (const char* name : {"analytic", "xgboost", "xgboost-rank", "xgboost-residual"}) {
     std::unique_ptr<loom::CostModel> model = loom::make_cost_model(name);
     for (Split& s : splits) model->update(s.task, s.train, s.train_results);
     double tau_sum = 0;

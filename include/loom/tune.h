@@ -38,7 +38,7 @@ struct TuneOptions {
   int batch = 16;      // measurements per round, [1, kMaxBatch]
   std::string records; // JSON-lines file to append to and resume from; empty: none
   uint64_t seed = 1;
-  std::string cost_model = "xgboost";  // xgboost | xgboost-reg | analytic
+  std::string cost_model = "xgboost";  // xgboost | xgboost-rank | xgboost-residual | analytic
   double timeout_s = 10;  // a candidate making no progress this long is killed, (0, 3600]
   int walk_steps = 500;   // construction's walk budget, [1, kMaxWalkSteps]
   std::string scheduler = "gradient";  // workloads: gradient | round-robin

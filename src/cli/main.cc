@@ -17,7 +17,7 @@ const char* kUsage =
     "                            [--records=FILE] apply the best recorded schedule\n"
     "  tune <op> <param>=<value>... [--strategy=hybrid|search|random|construct|roller] [--trials=N]\n"
     "                            [--batch=B] [--records=FILE] [--threads=N] [--hwspec=...] [--seed=S]\n"
-    "                            [--cost-model=xgboost|xgboost-reg|analytic] [--timeout=SECONDS] [--json]\n"
+    "                            [--cost-model=xgboost|xgboost-rank|xgboost-residual|analytic] [--timeout=SECONDS] [--json]\n"
     "  tune --workload=bert|resnet50 --trials=N [--scheduler=gradient|round-robin] [--records=FILE] [--json]\n"
     "                            measure, learn and keep the fastest correct kernel\n"
     "  workload [bert|resnet50] [--threads=N] [--strategy=construct] [--top-k=K] [--json]\n"

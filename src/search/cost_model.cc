@@ -18,9 +18,9 @@ std::unique_ptr<CostModel> make_cost_model(const std::string& name, uint64_t see
   if (name == "analytic") return std::make_unique<AnalyticCostModel>();
   if (name == "xgboost") return std::make_unique<XgbCostModel>(XgbOptions{.seed = seed});
   if (name == "xgboost-rank") return std::make_unique<XgbCostModel>(XgbOptions{.loss = XgbLoss::Rank, .seed = seed});
-  if (name == "xgboost-reg")
-    return std::make_unique<XgbCostModel>(XgbOptions{.loss = XgbLoss::WeightedSquare, .seed = seed});
-  throw UserError("unknown cost model '" + name + "' (known: analytic, xgboost, xgboost-rank, xgboost-reg)");
+  if (name == "xgboost-residual")
+    return std::make_unique<XgbCostModel>(XgbOptions{.loss = XgbLoss::Residual, .seed = seed});
+  throw UserError("unknown cost model '" + name + "' (known: analytic, xgboost, xgboost-rank, xgboost-residual)");
 }
 
 }  // namespace loom
