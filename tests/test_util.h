@@ -12,18 +12,23 @@
 
 namespace loom::test {
 
+// Runs `k` on `inputs` into fresh outputs and compares up to max_points
+// elements per output with the reference executor.
+inline CheckResult run_and_check(const Operator& op, const Kernel& k, const std::vector<Buffer>& inputs,
+                                 int64_t max_points = 1 << 16) {
+  std::vector<Buffer> out;
+  for (const auto& s : output_shapes(op, inputs)) out.push_back(Buffer::allocate(s));
+  k.run(inputs, out);
+  CheckOptions co;
+  co.max_points = max_points;
+  return check_against_reference(op, inputs, out, co);
+}
+
 // Compiles `op`, runs it on random inputs and compares every output element
 // (up to max_points per output) with the reference executor.
 inline CheckResult compile_and_check(const Operator& op, const CompileOptions& options = {},
                                      const std::vector<int64_t>& sizes = {}, uint64_t seed = 7) {
-  Kernel k = compile(op, options);
-  std::vector<Buffer> in = random_inputs(op, seed, sizes);
-  std::vector<Buffer> out;
-  for (const auto& s : output_shapes(op, in)) out.push_back(Buffer::allocate(s));
-  k.run(in, out);
-  CheckOptions co;
-  co.max_points = 1 << 16;
-  return check_against_reference(op, in, out, co);
+  return run_and_check(op, compile(op, options), random_inputs(op, seed, sizes));
 }
 
 // An operator by name and parameters, for parameterised tests.

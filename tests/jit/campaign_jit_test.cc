@@ -65,13 +65,7 @@ TEST(Campaign, RandomOperatorsSizesAndStatesMatchTheReference) {
       State s = random_walk(task, initial_state(*task.anchor, hw), 4 + int(rng() % 40), rng);
       k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
     }
-    std::vector<Buffer> in = random_inputs(op, seed + uint64_t(c));
-    std::vector<Buffer> out;
-    for (const auto& shape : output_shapes(op, in)) out.push_back(Buffer::allocate(shape));
-    k.run(in, out);
-    CheckOptions co;
-    co.max_points = 1 << 20;
-    CheckResult r = check_against_reference(op, in, out, co);
+    CheckResult r = test::run_and_check(op, k, random_inputs(op, seed + uint64_t(c)), 1 << 20);
     EXPECT_TRUE(r.ok) << "max_rel_err " << r.max_rel_err << "\n" << k.report().schedule;
     ++compiled;
   }

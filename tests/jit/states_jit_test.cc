@@ -76,12 +76,7 @@ TEST_P(RandomStates, EveryStateMatchesTheReference) {
     for (int a = 0; a < anchor.num_spatial; ++a) partial += anchor.plan_extent(a) % state->tile[state->reg_level()][a] != 0;
     ASSERT_EQ(check_legal(*state, anchor, hw), "");
     Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1 + sample % 2);
-    std::vector<Buffer> outputs;
-    for (const auto& s : output_shapes(op, inputs)) outputs.push_back(Buffer::allocate(s));
-    k.run(inputs, outputs);
-    CheckOptions co;
-    co.max_points = 1 << 16;
-    CheckResult r = check_against_reference(op, inputs, outputs, co);
+    CheckResult r = test::run_and_check(op, k, inputs);
     EXPECT_TRUE(r.ok) << "state " << state->str() << "\nsteps:\n" << serialize_steps(state->history())
                       << "max_rel_err " << r.max_rel_err;
     // The step list replays to the same state.

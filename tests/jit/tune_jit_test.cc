@@ -31,13 +31,7 @@ TuneOptions quick(const std::string& strategy, int trials) {
 
 // The returned kernel, run on its own random inputs, matches the reference.
 void expect_correct(const Operator& op, const Kernel& k) {
-  std::vector<Buffer> in = random_inputs(op, 11);
-  std::vector<Buffer> out;
-  for (const auto& s : output_shapes(op, in)) out.push_back(Buffer::allocate(s));
-  k.run(in, out);
-  CheckOptions co;
-  co.max_points = 1 << 16;
-  EXPECT_TRUE(check_against_reference(op, in, out, co).ok);
+  EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 11)).ok);
 }
 
 class EveryStrategy : public ::testing::TestWithParam<std::string> {};
