@@ -68,9 +68,7 @@ int main(int argc, char** argv) {
       std::string why;
       loom::State st = loom::replay_record(records[i], s.task, why);
       if (!st) continue;
-      loom::MeasureResult m;
-      m.error = records[i].ok() ? loom::MeasureError::None : loom::MeasureError::Runtime;
-      m.time_ms = records[i].time_ms;
+      const loom::MeasureResult m = loom::measure_result(records[i]);
       bool train = alternate ? i % 2 == 0 : i < records.size() / 2;
       (train ? s.train : s.test).push_back(st);
       (train ? s.train_results : s.test_results).push_back(m);

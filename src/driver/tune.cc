@@ -66,10 +66,7 @@ void warm_start(Job& job, const std::vector<Task>& tuned) {
         std::string why;
         if (State s = replay_record(*r, task, why)) {
           states.push_back(s);
-          MeasureResult m;
-          m.error = r->ok() ? MeasureError::None : MeasureError::Runtime;
-          m.time_ms = r->time_ms;
-          results.push_back(m);
+          results.push_back(measure_result(*r));
         }
       }
       job.settings.context.model->update(task, states, results);

@@ -169,6 +169,19 @@ std::optional<Record> best_record(const std::vector<Record>& records, const Task
   return best;
 }
 
+MeasureResult measure_result(const Record& r) {
+  MeasureResult m;
+  m.samples_ms = r.times_ms;
+  m.time_ms = r.ok() ? r.time_ms : 0;
+  m.message = r.error_msg;
+  if (!r.ok()) m.error = r.error == "timeout" ? MeasureError::Timeout
+                         : r.error == "crash" ? MeasureError::Crash
+                         : r.error == "wrong" ? MeasureError::Wrong
+                         : r.error == "compile" ? MeasureError::Compile
+                                                : MeasureError::Runtime;
+  return m;
+}
+
 State replay_record(const Record& r, const Task& task, std::string& error) {
   try {
     std::string text;

@@ -73,6 +73,9 @@ std::vector<Record> load_records(const std::string& path, std::vector<std::strin
 // thread count (any thread count when none matches), if any.
 std::optional<Record> best_record(const std::vector<Record>& records, const Task& task);
 
+// The measurement a record holds.
+MeasureResult measure_result(const Record& r);
+
 // The state a record's steps replay to on `task`; null (with `error` set)
 // when they do not.
 State replay_record(const Record& r, const Task& task, std::string& error);

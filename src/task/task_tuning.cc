@@ -10,18 +10,6 @@ double seconds_since(TaskTuning::Clock::time_point t) {
   return std::chrono::duration<double>(TaskTuning::Clock::now() - t).count();
 }
 
-MeasureResult result_of(const Record& r) {
-  MeasureResult m;
-  m.samples_ms = r.times_ms;
-  m.time_ms = r.ok() ? r.time_ms : 0;
-  m.message = r.error_msg;
-  if (!r.ok()) m.error = r.error == "timeout" ? MeasureError::Timeout
-                         : r.error == "crash" ? MeasureError::Crash
-                         : r.error == "wrong" ? MeasureError::Wrong
-                         : r.error == "compile" ? MeasureError::Compile
-                                                : MeasureError::Runtime;
-  return m;
-}
 
 }  // namespace
 
@@ -49,7 +37,7 @@ void TaskTuning::resume(const std::vector<Record>& prior) {
     State s = replay_record(r, *task_, why);
     if (!s) continue;  // counted as spent; nothing to learn from
     candidates.push_back(make_candidate(*task_, s, 0));
-    results.push_back(result_of(r));
+    results.push_back(measure_result(r));
     if (r.ok()) correct_.push_back({candidates.back(), r.time_ms});
     if (r.ok() && (!best_ || r.time_ms < best_ms_)) {
       best_ = candidates.back();
