@@ -70,31 +70,41 @@ TEST_P(EveryStrategy, SpendsTheBudgetOnDistinctCandidatesAndReturnsACorrectKerne
 
 INSTANTIATE_TEST_SUITE_P(Tune, EveryStrategy, ::testing::Values("hybrid", "search", "random", "construct", "roller"));
 
+// Which candidates fault depends on their states, and so on the host spec that
+// constructed them: a run may miss a kind by chance (0.85^24 = 2% for hangs).
+// Each run is checked in full; runs with further seeds continue until every
+// kind has been seen, so a miss by chance cannot fail the test.
 TEST(TuneIsolation, InjectedCrashesHangsAndWrongResultsAreRecordedAndNeverWin) {
-  const std::string path = temp_path("faults");
-  std::remove(path.c_str());
-  setenv("LOOM_FAULTS", "crash=0.2,hang=0.1,wrong=0.1,seed=3", 1);
-  TuneOptions o = quick("hybrid", 24);
-  o.records = path;
-  o.timeout_s = 1;
-  TuneResult r = tune(small_op(), o);
-  unsetenv("LOOM_FAULTS");
-  EXPECT_TRUE(r.report.ok);
-  expect_correct(small_op(), r.kernel);
-  std::vector<std::string> warnings;
-  std::vector<Record> records = load_records(path, warnings);
-  ASSERT_EQ(records.size(), 24u);
   std::map<std::string, int> kinds;
-  for (const Record& rec : records) ++kinds[rec.error];
+  for (int seed = 3; seed < 7 && !(kinds["crash"] && kinds["timeout"] && kinds["wrong"]); ++seed) {
+    const std::string path = temp_path("faults");
+    std::remove(path.c_str());
+    setenv("LOOM_FAULTS", ("crash=0.2,hang=0.15,wrong=0.2,seed=" + std::to_string(seed)).c_str(), 1);
+    TuneOptions o = quick("hybrid", 24);
+    o.records = path;
+    o.timeout_s = 1;
+    TuneResult r = tune(small_op(), o);
+    unsetenv("LOOM_FAULTS");
+    EXPECT_TRUE(r.report.ok);
+    expect_correct(small_op(), r.kernel);
+    std::vector<std::string> warnings;
+    std::vector<Record> records = load_records(path, warnings);
+    ASSERT_EQ(records.size(), 24u);
+    int failed = 0;
+    for (const Record& rec : records) {
+      ++kinds[rec.error];
+      failed += !rec.ok();
+    }
+    EXPECT_EQ(r.report.errors, failed);
+    // The best kernel is a measured, correct record's.
+    std::optional<Record> best = best_record(records, make_task(small_op(), detect_host_cpu(), 1));
+    ASSERT_TRUE(best);
+    EXPECT_TRUE(best->ok());
+    std::remove(path.c_str());
+  }
   EXPECT_GT(kinds["crash"], 0);
   EXPECT_GT(kinds["timeout"], 0);
   EXPECT_GT(kinds["wrong"], 0);
-  EXPECT_EQ(r.report.errors, 24 - kinds["none"]);
-  // The best kernel is a measured, correct record's.
-  std::optional<Record> best = best_record(records, make_task(small_op(), detect_host_cpu(), 1));
-  ASSERT_TRUE(best);
-  EXPECT_TRUE(best->ok());
-  std::remove(path.c_str());
 }
 
 TEST(TuneIsolation, WhenEveryCandidateIsWrongNoKernelIsReturned) {
