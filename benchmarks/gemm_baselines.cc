@@ -51,7 +51,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int threads = 1;
-  std::string strategy = "default", csv_path, sizes = "128,256,512,1024";
+  std::string strategy = "construct", csv_path, sizes = "128,256,512,1024";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--threads=", 0) == 0) threads = std::atoi(a.c_str() + 10);

@@ -27,7 +27,7 @@ inline constexpr int kMaxWalkSteps = 20000;
 int usable_cpus();
 
 struct CompileOptions {
-  std::string strategy = "default";  // default | construct | roller
+  std::string strategy = "construct";  // construct | roller | default (see loom strategies)
   HwSpec target;    // empty name: detect the host
   int threads = 0;  // parallel workers when running, [0, kMaxThreads]; 0 or above usable_cpus(): all usable CPUs
   // Construction strategies: how many candidates to emit. With top_k > 1

@@ -25,7 +25,7 @@ struct RunOutcome {
 };
 
 struct RunSettings {
-  std::string strategy = "default";
+  std::string strategy = "construct";
   std::string hwspec = "host";
   int threads = 0;
   int top_k = 1;

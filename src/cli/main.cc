@@ -10,7 +10,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  ops                       list operators and their parameters\n"
-    "  run <op> <param>=<value>... [--strategy=default|construct|roller] [--top-k=K]\n"
+    "  run <op> <param>=<value>... [--strategy=construct|roller|default] [--top-k=K]\n"
     "                            [--threads=N] [--hwspec=NAME|FILE] [--seed=S] [--walk-steps=N]\n"
     "                            [--repeats=N] [--json] [--dump-ir]\n"
     "                            compile, run on random inputs, check against the reference, time\n"

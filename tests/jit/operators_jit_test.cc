@@ -105,7 +105,7 @@ TEST(DynamicShapes, SymbolicSoftmax) {
 
 TEST(Kernel, ReportsAndIr) {
   Kernel k = compile(make_operator("matmul", {{"M", "32"}, {"N", "32"}, {"K", "32"}}));
-  EXPECT_EQ(k.report().strategy, "default");
+  EXPECT_EQ(k.report().strategy, "construct");  // fast by default
   EXPECT_GT(k.report().codegen_ms, 0);
   EXPECT_NE(k.report().loop_ir.find("vectorized for"), std::string::npos);
   EXPECT_NE(k.llvm_ir().find("<16 x float>"), std::string::npos) << "expected explicit vector code";
