@@ -29,7 +29,8 @@ struct CpuSpec {
   int vector_registers = 16;
   double frequency_ghz = 1.0;
   double peak_gflops_per_core = 0;  // fp32; derived when absent
-  double dram_bandwidth_gbs = 0;
+  double dram_bandwidth_gbs = 0;       // the whole machine's
+  double dram_core_bandwidth_gbs = 0;  // what one core reads alone; 0 when unknown
   int load_bytes_per_cycle = 0;     // L1 load bandwidth; 0: two full vectors
   std::vector<CacheLevel> caches;  // innermost first
   std::vector<std::string> isa;    // e.g. {"avx2", "fma", "avx512f"}
@@ -71,6 +72,9 @@ struct HwSpec {
 // value for a malformed or inconsistent spec, or the name when unknown.
 HwSpec load_hwspec(const std::string& name_or_path);
 HwSpec parse_hwspec_yaml(const std::string& yaml_text, const std::string& source);
+// The spec as YAML in the hwspecs/ schema; parse_hwspec_yaml reads it back
+// to a spec with the same fingerprint.
+std::string hwspec_to_yaml(const HwSpec& spec);
 HwSpec detect_host_cpu();
 std::vector<std::string> bundled_hwspec_names();
 // A short hash of every field of `spec` (not its name or source): records of

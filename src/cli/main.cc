@@ -22,7 +22,8 @@ const char* kUsage =
     "                            measure, learn and keep the fastest correct kernel\n"
     "  workload [bert|resnet50] [--threads=N] [--strategy=construct] [--top-k=K] [--json]\n"
     "                            a network's distinct operators: BERT-base at sequence 128 (12 layers)\n"
-    "  hwspecs                   list bundled hardware specs\n";
+    "  hwspecs                   list bundled hardware specs\n"
+    "  hwspecs show <name|file>  print a spec as YAML that loads back (host: measured, or cached)\n";
 
 }  // namespace
 
@@ -45,10 +46,7 @@ int main(int argc, char** argv) {
     if (command == "run") return loom::cli::command_run(args);
     if (command == "workload") return loom::cli::command_workload(args);
     if (command == "tune") return loom::cli::command_tune(args);
-    if (command == "hwspecs") {
-      for (const auto& n : loom::bundled_hwspec_names()) std::cout << n << "\n";
-      return 0;
-    }
+    if (command == "hwspecs") return loom::cli::command_hwspecs(args);
     std::cerr << "loom: error: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const loom::UserError& e) {

@@ -11,18 +11,21 @@ namespace {
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
-// Bytes per second filling the private cache at tile level `level` (packing).
-double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
-  const CpuSpec& c = hw.cpu;
-  const double f = c.frequency_ghz * 1e9;
-  const int from_inner = s.reg_level() - 1 - level;  // 0: L1
-  const double per_cycle = from_inner == 0 ? 64.0 : from_inner == 1 ? 32.0 : 16.0;
-  double bw = per_cycle * f;
-  if (from_inner + 1 < int(c.caches.size()) && c.caches[from_inner + 1].bandwidth_gbs > 0)
-    bw = c.caches[from_inner + 1].bandwidth_gbs * 1e9;
-  return bw;
+// Bytes per second one core reads from memory level `i` (0: L1, ...,
+// caches.size(): DRAM): the spec's measured figure, else 64 bytes per cycle
+// from L1, halving per level outward.
+double read_bandwidth(const CpuSpec& c, size_t i) {
+  if (i < c.caches.size() && c.caches[i].bandwidth_gbs > 0) return c.caches[i].bandwidth_gbs * 1e9;
+  if (i == c.caches.size() && c.dram_core_bandwidth_gbs > 0) return c.dram_core_bandwidth_gbs * 1e9;
+  return 64.0 / double(int64_t(1) << std::min<size_t>(i, 3)) * c.frequency_ghz * 1e9;
 }
 
+// Bytes per second packing into the private cache at tile level `level`:
+// the region is read from the next level out.
+double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
+  const int from_inner = std::max(0, s.reg_level() - 1 - level);  // 0: L1
+  return read_bandwidth(hw.cpu, size_t(from_inner) + 1);
+}
 
 // Trip count of level-l loops over axis a inside the parent tile.
 double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
@@ -148,10 +151,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   measure(scratch.data(), {nullptr, nullptr}, 0);
   for (size_t level = 0; level < cpu.caches.size() && level < est.level_s.size(); ++level) {
     const CacheLevel& c = cpu.caches[level];
-    const double per_cycle = level == 0 ? 32.0 : level == 1 ? 16.0 : 8.0;
-    const double bandwidth = level + 1 < cpu.caches.size() && cpu.caches[level + 1].bandwidth_gbs > 0
-                                 ? cpu.caches[level + 1].bandwidth_gbs * 1e9
-                                 : per_cycle * freq;
+    const double bandwidth = read_bandwidth(cpu, level + 1);  // filled from the next level out
     const double capacity = double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75;
     // Kernels run repeatedly: a problem that fits in a cache stays there.
     if (grains.back().footprint <= capacity) {

@@ -25,8 +25,11 @@
 //   footprint fits; else, when none fits, every micro-kernel call's whole
 //   working set (no reuse). Unpacked accesses whose contiguous run is
 //   shorter than a cache line pay for whole lines.
-// Packing. Each packed access moves its region twice per pack at the
-// bandwidth of the level it sits in.
+// Packing. Each packed access moves its region twice per pack at the read
+// bandwidth of the level it comes from.
+// Bandwidths are the spec's measured read bandwidths per level (a detected
+// host always has them); a spec without them gets 64 bytes per cycle from
+// L1, halving per level outward.
 // Penalties (cycles at the hwspec frequency). Partial register tiles run a
 // generic path ~4x slower; an
 // unpacked guarded read (padding) costs a branch per element in register

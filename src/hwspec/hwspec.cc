@@ -3,13 +3,18 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
+#include <set>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "loom/error.h"
+#include "hwspec/host_probe.h"
 #include "loom/hwspec.h"
+#include "support/files.h"
 
 #ifndef LOOM_HWSPEC_DIR
 #error "LOOM_HWSPEC_DIR must name the bundled hwspecs/ folder"
@@ -83,7 +88,10 @@ HwSpec load_hwspec(const std::string& name_or_path) {
   throw UserError("unknown hwspec '" + name_or_path + "': no such file and not a bundled spec (" + known + ")");
 }
 
-HwSpec detect_host_cpu() {
+namespace {
+
+// What cpuid and sysfs tell: core count, vector ISA, register file, caches.
+HwSpec detect_host_structure() {
   HwSpec spec;
   spec.name = "host";
   spec.source = "detected";
@@ -108,16 +116,10 @@ HwSpec detect_host_cpu() {
     c.vector_bits = 128;
     c.vector_registers = 16;
   }
-  // Not observable from cpuid: two FMA pipes of latency 4 is right for
-  // recent Intel server cores; AMD Zen 4 executes a 512-bit FMA as two
-  // 256-bit halves, one per cycle. A bundled spec gives exact values.
-  c.fma_units = 2;
+  // Placeholders until the probe measures them (it does on every x86 core
+  // with FMA); the nominal clock is a last resort, often far from the real one.
+  c.fma_units = 1;
   c.fma_latency = 4;
-  if (__builtin_cpu_is("amd") && c.vector_bits == 512) {
-    c.fma_units = 1;
-    c.load_bytes_per_cycle = 64;  // two 256-bit loads per cycle
-  }
-
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
     if (line.rfind("cpu MHz", 0) == 0) {
@@ -150,6 +152,81 @@ HwSpec detect_host_cpu() {
   return spec;
 }
 
+// The CPU model as /proc/cpuinfo names it, with family, model and stepping
+// (the first processor's entry).
+std::string cpu_model_text() {
+  static const std::set<std::string> keys{"vendor_id", "cpu family", "model", "model name", "stepping"};
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string text;
+  for (std::string line; std::getline(cpuinfo, line) && !line.empty();) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    if (keys.count(key)) text += line + "\n";
+  }
+  return text;
+}
+
+constexpr const char* kChecksumPrefix = "# checksum: ";
+
+// A cached host spec: its YAML, then a checksum line over everything before it.
+std::optional<HwSpec> read_cached_host(const std::string& path) {
+  std::optional<std::string> text = read_whole_file(path);
+  if (!text) return std::nullopt;
+  const size_t at = text->rfind(kChecksumPrefix);
+  const std::string body = at == std::string::npos ? "" : text->substr(0, at);
+  const std::string sum = at == std::string::npos ? "" : text->substr(at + std::strlen(kChecksumPrefix), 16);
+  try {
+    if (body.empty() || sum != fnv1a_hex(body)) throw UserError("checksum mismatch (truncated or edited)");
+    HwSpec spec = parse_hwspec_yaml(body, path);
+    spec.source = "cached in " + path;
+    return spec;
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "loom: warning: ignoring the cached host spec '%s': %s; measuring the host again\n",
+                 path.c_str(), e.what());
+    return std::nullopt;
+  }
+}
+
+HwSpec measure_host() {
+  HwSpec spec = detect_host_structure();
+  const std::string key = cpu_model_text() + "vector_bits=" + std::to_string(spec.cpu.vector_bits) +
+                          " loom=" LOOM_VERSION "\n";
+  std::string path;
+  try {
+    path = cache_directory() + "/host-" + fnv1a_hex(key) + ".yaml";
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "loom: warning: %s; the host spec is measured but not cached\n", e.what());
+  }
+  if (!path.empty())
+    if (std::optional<HwSpec> cached = read_cached_host(path)) return *cached;
+  const HostProbe probe = probe_host(spec.cpu.vector_bits, spec.cpu.caches);
+  apply_probe(probe, spec.cpu);
+  std::ostringstream note;
+  note.precision(4);
+  note << "measured in " << probe.elapsed_ms << " ms:";
+  for (const FmaProbe& f : probe.fma)
+    note << " fma" << f.vector_bits << " " << f.gflops << " GFLOP/s latency " << f.latency_cycles << ";";
+  note << " clock " << probe.frequency_ghz << " GHz";
+  spec.source = note.str();
+  if (path.empty()) return spec;
+  std::string body = "# loom host spec for:\n";
+  std::istringstream key_lines(key);
+  for (std::string line; std::getline(key_lines, line);) body += "#   " + line + "\n";
+  body += "# " + spec.source + "\n" + hwspec_to_yaml(spec);
+  const std::string error = write_file_atomically(path, body + kChecksumPrefix + fnv1a_hex(body) + "\n");
+  if (!error.empty()) std::fprintf(stderr, "loom: warning: the host spec is not cached: %s\n", error.c_str());
+  return spec;
+}
+
+}  // namespace
+
+HwSpec detect_host_cpu() {
+  static const HwSpec host = measure_host();  // once per process; thread-safe
+  return host;
+}
+
 }  // namespace loom
 
 namespace loom {
@@ -162,7 +239,7 @@ std::string hwspec_fingerprint(const HwSpec& s) {
   const GpuSpec& g = s.gpu;
   os << int(s.kind) << ';' << c.cores << ';' << c.threads_per_core << ';' << c.vector_bits << ';' << c.fma_units << ';'
      << c.fma_latency << ';' << c.vector_registers << ';' << c.frequency_ghz << ';' << c.peak_gflops_per_core << ';'
-     << c.dram_bandwidth_gbs << ';' << c.load_bytes_per_cycle << ';';
+     << c.dram_bandwidth_gbs << ';' << c.dram_core_bandwidth_gbs << ';' << c.load_bytes_per_cycle << ';';
   for (const CacheLevel& l : c.caches)
     os << l.name << ',' << l.size_bytes << ',' << l.line_bytes << ',' << l.associativity << ',' << l.shared_by_cores
        << ',' << l.bandwidth_gbs << ';';
@@ -171,11 +248,7 @@ std::string hwspec_fingerprint(const HwSpec& s) {
      << g.max_blocks_per_sm << ';' << g.shared_memory_per_block << ';' << g.shared_memory_per_sm << ';'
      << g.registers_per_sm << ';' << g.max_registers_per_thread << ';' << g.l2_bytes << ';' << g.dram_bandwidth_gbs
      << ';' << g.peak_fp32_tflops << ';' << g.clock_ghz << ';' << g.compute_capability;
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char ch : os.str()) h = (h ^ ch) * 1099511628211ULL;
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
+  return fnv1a_hex(os.str());
 }
 
 }  // namespace loom

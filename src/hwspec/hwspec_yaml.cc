@@ -115,7 +115,7 @@ class Reader {
 CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   r.only_keys(n, "cpu", {"cores", "threads_per_core", "vector_bits", "fma_units", "fma_latency",
                          "vector_registers", "frequency_ghz", "peak_gflops_per_core", "dram_bandwidth_gbs",
-                         "load_bytes_per_cycle", "caches", "isa"});
+                         "dram_core_bandwidth_gbs", "load_bytes_per_cycle", "caches", "isa"});
   CpuSpec c;
   c.cores = int(r.integer(n, "cpu", "cores", true, 1, 1, 4096));
   c.threads_per_core = int(r.integer(n, "cpu", "threads_per_core", false, 1, 1, 8));
@@ -130,6 +130,10 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   if (c.peak_gflops_per_core == 0)
     c.peak_gflops_per_core = c.frequency_ghz * c.fma_units * c.fp32_lanes() * 2;
   c.dram_bandwidth_gbs = r.number(n, "cpu", "dram_bandwidth_gbs", true, 0.0, 0.1, 1e5);
+  c.dram_core_bandwidth_gbs = r.number(n, "cpu", "dram_core_bandwidth_gbs", false, 0.0, 0.0, 1e5);
+  if (c.dram_core_bandwidth_gbs > c.dram_bandwidth_gbs)
+    r.fail("cpu.dram_core_bandwidth_gbs", "value '" + Reader::shortest(c.dram_core_bandwidth_gbs) +
+                                              "' exceeds dram_bandwidth_gbs " + Reader::shortest(c.dram_bandwidth_gbs));
   c.load_bytes_per_cycle = int(r.integer(n, "cpu", "load_bytes_per_cycle", false, 0, 0, 4096));
   if (YAML::Node isa = n["isa"]) {
     if (!isa.IsSequence()) r.fail("cpu.isa", "expected a list of ISA extension names");
@@ -238,6 +242,72 @@ HwSpec load_hwspec_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_hwspec_yaml(ss.str(), path);
+}
+
+namespace {
+
+void emit_cpu(YAML::Emitter& out, const CpuSpec& c) {
+  out << YAML::Key << "cpu" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "cores" << YAML::Value << c.cores;
+  out << YAML::Key << "threads_per_core" << YAML::Value << c.threads_per_core;
+  out << YAML::Key << "frequency_ghz" << YAML::Value << c.frequency_ghz;
+  out << YAML::Key << "vector_bits" << YAML::Value << c.vector_bits;
+  out << YAML::Key << "fma_units" << YAML::Value << c.fma_units;
+  out << YAML::Key << "fma_latency" << YAML::Value << c.fma_latency;
+  out << YAML::Key << "vector_registers" << YAML::Value << c.vector_registers;
+  out << YAML::Key << "peak_gflops_per_core" << YAML::Value << c.peak_gflops_per_core;
+  out << YAML::Key << "dram_bandwidth_gbs" << YAML::Value << c.dram_bandwidth_gbs;
+  if (c.dram_core_bandwidth_gbs > 0)
+    out << YAML::Key << "dram_core_bandwidth_gbs" << YAML::Value << c.dram_core_bandwidth_gbs;
+  if (c.load_bytes_per_cycle > 0) out << YAML::Key << "load_bytes_per_cycle" << YAML::Value << c.load_bytes_per_cycle;
+  out << YAML::Key << "isa" << YAML::Value << YAML::Flow << c.isa;
+  out << YAML::Key << "caches" << YAML::Value << YAML::BeginSeq;
+  for (const CacheLevel& l : c.caches) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << l.name;
+    out << YAML::Key << "size" << YAML::Value << l.size_bytes;
+    out << YAML::Key << "line_bytes" << YAML::Value << l.line_bytes;
+    out << YAML::Key << "associativity" << YAML::Value << l.associativity;
+    out << YAML::Key << "shared_by_cores" << YAML::Value << l.shared_by_cores;
+    if (l.bandwidth_gbs > 0) out << YAML::Key << "bandwidth_gbs" << YAML::Value << l.bandwidth_gbs;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+}
+
+void emit_gpu(YAML::Emitter& out, const GpuSpec& g) {
+  out << YAML::Key << "gpu" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "compute_capability" << YAML::Value << YAML::DoubleQuoted << g.compute_capability;
+  out << YAML::Key << "sms" << YAML::Value << g.sms;
+  out << YAML::Key << "warp_size" << YAML::Value << g.warp_size;
+  out << YAML::Key << "max_threads_per_block" << YAML::Value << g.max_threads_per_block;
+  out << YAML::Key << "max_threads_per_sm" << YAML::Value << g.max_threads_per_sm;
+  out << YAML::Key << "max_blocks_per_sm" << YAML::Value << g.max_blocks_per_sm;
+  out << YAML::Key << "shared_memory_per_block" << YAML::Value << g.shared_memory_per_block;
+  out << YAML::Key << "shared_memory_per_sm" << YAML::Value << g.shared_memory_per_sm;
+  out << YAML::Key << "registers_per_sm" << YAML::Value << g.registers_per_sm;
+  out << YAML::Key << "max_registers_per_thread" << YAML::Value << g.max_registers_per_thread;
+  out << YAML::Key << "l2" << YAML::Value << g.l2_bytes;
+  out << YAML::Key << "dram_bandwidth_gbs" << YAML::Value << g.dram_bandwidth_gbs;
+  out << YAML::Key << "peak_fp32_tflops" << YAML::Value << g.peak_fp32_tflops;
+  out << YAML::Key << "clock_ghz" << YAML::Value << g.clock_ghz;
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string hwspec_to_yaml(const HwSpec& spec) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(6);
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << spec.name;
+  out << YAML::Key << "kind" << YAML::Value << (spec.kind == TargetKind::Cpu ? "cpu" : "gpu");
+  if (spec.kind == TargetKind::Cpu)
+    emit_cpu(out, spec.cpu);
+  else
+    emit_gpu(out, spec.gpu);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace loom

@@ -56,3 +56,8 @@ cli_test(walk_steps_huge 2 "--walk-steps=2147483647 is outside \\[1, 20000\\]" r
 cli_test(top_k_huge 2 "--top-k=1000 is outside \\[1, 100\\]" run matmul M=8 N=8 K=8 --strategy=construct --top-k=1000)
 cli_test(repeated_flag 2 "option --threads given twice" run matmul M=8 N=8 K=8 --threads=1 --threads=2)
 cli_test(hwspec_directory 2 "exists but is a directory" run matmul M=8 N=8 K=8 --hwspec=${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME cli.hwspec_show_and_host_cache
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/hwspec_show_and_host_cache.sh $<TARGET_FILE:loom>)
+set_tests_properties(cli.hwspec_show_and_host_cache PROPERTIES LABELS cli TIMEOUT 120)
+cli_test(hwspecs_show_unknown 2 "unknown hwspec 'cray1'" hwspecs show cray1)
+cli_test(hwspecs_show_arity 2 "takes one spec name or file" hwspecs show)

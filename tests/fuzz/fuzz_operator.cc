@@ -9,6 +9,7 @@
 
 #include "loom/loom.h"
 #include "schedule/path.h"
+#include "schedule/schedule.h"
 #include "schedule/task.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -46,6 +46,30 @@ TEST(HwSpec, HostIsDetected) {
   ASSERT_FALSE(s.cpu.caches.empty());
   EXPECT_GT(s.cpu.caches[0].size_bytes, 0);
   EXPECT_GT(s.cpu.peak_gflops_per_core, 0);
+#if defined(__x86_64__)
+  // Measured, not assumed: a clock, FMA pipes and latency a real core can
+  // have, a peak they explain, and a bandwidth for every level.
+  const CpuSpec& c = s.cpu;
+  EXPECT_GT(c.frequency_ghz, 0.3);
+  EXPECT_LT(c.frequency_ghz, 8.0);
+  EXPECT_GE(c.fma_latency, 2);
+  EXPECT_LE(c.fma_latency, 12);
+  const double explained = c.frequency_ghz * c.fma_units * c.fp32_lanes() * 2;
+  EXPECT_GT(c.peak_gflops_per_core, 0.6 * explained);
+  EXPECT_LT(c.peak_gflops_per_core, 1.5 * explained);
+  for (const CacheLevel& l : c.caches) EXPECT_GT(l.bandwidth_gbs, 0) << l.name;
+  EXPECT_GT(c.dram_core_bandwidth_gbs, 0);
+  EXPECT_LE(c.dram_core_bandwidth_gbs, c.dram_bandwidth_gbs);
+#endif
+}
+
+TEST(HwSpec, EverySpecPrintsAsYamlThatLoadsBack) {
+  for (const std::string& name : bundled_hwspec_names()) {
+    const HwSpec spec = load_hwspec(name);
+    const HwSpec again = parse_hwspec_yaml(hwspec_to_yaml(spec), name + " (printed)");
+    EXPECT_EQ(hwspec_fingerprint(again), hwspec_fingerprint(spec)) << name << ":\n" << hwspec_to_yaml(spec);
+    EXPECT_EQ(again.name, spec.name);
+  }
 }
 
 const char* kGoodCpu = R"(name: t

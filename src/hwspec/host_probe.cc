@@ -1,0 +1,217 @@
+// The host microbenchmarks. x86 vector widths use the ISA's intrinsics in
+// functions compiled for that ISA (target attributes), so the library itself
+// needs no -march flag; other architectures measure only the clock and the
+// bandwidths with 128-bit generic vectors.
+#include "hwspec/host_probe.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace loom {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Best (shortest) wall time of `reps` calls of run(iters), in seconds.
+template <class F>
+double best_seconds(F&& run, long iters, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    run(iters);
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+// Iterations that make run(iters) last about `seconds` (at least one).
+template <class F>
+long calibrate(F&& run, double seconds) {
+  for (long iters = 1;; iters *= 4) {
+    const double t = best_seconds(run, iters, 1);
+    if (t > seconds / 8 || iters > (1L << 40)) return std::max(1L, long(double(iters) * seconds / std::max(t, 1e-9)));
+  }
+}
+
+volatile float g_sink;  // keeps the probes' results alive
+
+// 16 dependent integer additions per iteration: 16 cycles on any core that
+// adds in one cycle; the loop's own instructions run beside them.
+__attribute__((noinline)) uint64_t add_chain(long iters) {
+  uint64_t x = 1;
+  for (long i = 0; i < iters; ++i) {
+    const uint64_t step = uint64_t(i) | 1;
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) {
+      x += step;
+      asm volatile("" : "+r"(x));
+    }
+  }
+  return x;
+}
+
+double measure_ghz() {
+  auto run = [](long n) { g_sink = float(add_chain(n)); };
+  const long iters = calibrate(run, 2e-3);
+  return 16.0 * double(iters) / best_seconds(run, iters, 5) * 1e-9;
+}
+
+struct VectorProbes {
+  int bits, chains;
+  float (*chains_fn)(long);
+  float (*latency_fn)(long);
+  float (*read_fn)(const float*, size_t, long);
+  bool supported;
+};
+
+#if defined(__x86_64__)
+// Throughput: CHAINS independent accumulators per iteration. Latency: one
+// chain, 8 FMAs per iteration. Read bandwidth: CHAINS accumulators of
+// consecutive aligned vectors, `passes` times over the buffer.
+#define LOOM_VECTOR_PROBES(BITS, TARGET, VEC, SET1, FMADD, CHAINS)                                       \
+  __attribute__((target(TARGET), noinline)) float fma_chains_##BITS(long iters) {                         \
+    VEC acc[CHAINS];                                                                                      \
+    const VEC m = SET1(0.999999f), c = SET1(1e-7f);                                                       \
+    for (int j = 0; j < CHAINS; ++j) acc[j] = SET1(float(j));                                             \
+    for (long i = 0; i < iters; ++i) {                                                                    \
+      _Pragma("GCC unroll 32") for (int j = 0; j < CHAINS; ++j) acc[j] = FMADD(acc[j], m, c);             \
+    }                                                                                                     \
+    VEC s = acc[0];                                                                                       \
+    for (int j = 1; j < CHAINS; ++j) s += acc[j];                                                         \
+    return s[0];                                                                                          \
+  }                                                                                                       \
+  __attribute__((target(TARGET), noinline)) float fma_latency_##BITS(long iters) {                        \
+    VEC a = SET1(1.0f);                                                                                   \
+    const VEC m = SET1(0.999999f), c = SET1(1e-7f);                                                       \
+    for (long i = 0; i < iters; ++i) {                                                                    \
+      _Pragma("GCC unroll 8") for (int j = 0; j < 8; ++j) a = FMADD(a, m, c);                             \
+    }                                                                                                     \
+    return a[0];                                                                                          \
+  }                                                                                                       \
+  __attribute__((target(TARGET), noinline)) float read_##BITS(const float* p, size_t n, long passes) {     \
+    constexpr size_t lanes = BITS / 32;                                                                   \
+    VEC acc[CHAINS];                                                                                      \
+    for (int j = 0; j < CHAINS; ++j) acc[j] = SET1(0.0f);                                                 \
+    for (long r = 0; r < passes; ++r)                                                                     \
+      for (size_t i = 0; i + CHAINS * lanes <= n; i += CHAINS * lanes) {                                  \
+        _Pragma("GCC unroll 32") for (int j = 0; j < CHAINS; ++j) acc[j] +=                               \
+            *reinterpret_cast<const VEC*>(p + i + j * lanes);                                             \
+      }                                                                                                   \
+    VEC s = acc[0];                                                                                       \
+    for (int j = 1; j < CHAINS; ++j) s += acc[j];                                                         \
+    return s[0];                                                                                          \
+  }
+
+LOOM_VECTOR_PROBES(128, "sse2,fma", __m128, _mm_set1_ps, _mm_fmadd_ps, 12)
+LOOM_VECTOR_PROBES(256, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, 12)
+LOOM_VECTOR_PROBES(512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 24)
+#undef LOOM_VECTOR_PROBES
+
+std::vector<VectorProbes> vector_probes() {
+  __builtin_cpu_init();
+  return {{128, 12, fma_chains_128, fma_latency_128, read_128, bool(__builtin_cpu_supports("fma"))},
+          {256, 12, fma_chains_256, fma_latency_256, read_256,
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+          {512, 24, fma_chains_512, fma_latency_512, read_512, bool(__builtin_cpu_supports("avx512f"))}};
+}
+#else
+std::vector<VectorProbes> vector_probes() { return {}; }
+#endif
+
+// A page-aligned buffer of `bytes`, filled (so its pages exist), or null.
+struct Unmap {
+  size_t bytes;
+  void operator()(float* p) const { munmap(p, bytes); }
+};
+std::unique_ptr<float, Unmap> filled_buffer(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return {nullptr, Unmap{bytes}};
+  float* f = static_cast<float*>(p);
+  for (size_t i = 0; i < bytes / sizeof(float); ++i) f[i] = float(i & 7);
+  return {f, Unmap{bytes}};
+}
+
+// GB/s reading `bytes` again and again with the widest read probe.
+template <class Read>
+double read_gbs(Read read, size_t bytes, double seconds, int reps) {
+  auto buffer = filled_buffer(bytes);
+  if (!buffer) return 0;
+  const size_t n = bytes / sizeof(float);
+  auto run = [&](long passes) { g_sink = read(buffer.get(), n, passes); };
+  const long passes = calibrate(run, seconds);
+  return double(bytes) * double(passes) / best_seconds(run, passes, reps) * 1e-9;
+}
+
+}  // namespace
+
+HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
+  const auto start = Clock::now();
+  HostProbe probe;
+  float (*widest_read)(const float*, size_t, long) = nullptr;
+  for (const auto& v : vector_probes()) {
+    if (!v.supported || v.bits > widest_bits) continue;
+    FmaProbe fma;
+    fma.vector_bits = v.bits;
+    auto chains = [&](long n) { g_sink = v.chains_fn(n); };
+    const long iters = calibrate(chains, 2e-3);
+    const double fmas = double(iters) * v.chains;
+    fma.gflops = fmas * (v.bits / 32) * 2 / best_seconds(chains, iters, 5) * 1e-9;
+    // The clock right after the vector loop: the sustained vector frequency
+    // on cores that slow down for wide vectors.
+    const double ghz = measure_ghz();
+    auto latency = [&](long n) { g_sink = v.latency_fn(n); };
+    const long lat_iters = calibrate(latency, 1e-3);
+    fma.latency_cycles = best_seconds(latency, lat_iters, 5) / (8.0 * double(lat_iters)) * ghz * 1e9;
+    probe.fma.push_back(fma);
+    probe.frequency_ghz = ghz;
+    widest_read = v.read_fn;
+  }
+  if (probe.fma.empty()) probe.frequency_ghz = measure_ghz();
+  if (widest_read) {
+    // A buffer between the previous level's capacity and this one's stays in
+    // this level; DRAM's is larger than the last cache twice over.
+    int64_t inner = 0, last = 0;
+    for (const CacheLevel& c : caches) {
+      const int64_t bytes = std::min<int64_t>(std::max(c.size_bytes / 2, (inner + c.size_bytes) / 2), 64 << 20);
+      probe.cache_gbs.push_back(read_gbs(widest_read, size_t(bytes) & ~size_t(4095), 1e-3, 5));
+      inner = c.size_bytes;
+      last = std::max(last, c.size_bytes);
+    }
+    const int64_t dram_bytes = std::min<int64_t>(std::max<int64_t>(2 * last, 64 << 20), 256 << 20);
+    probe.dram_gbs = read_gbs(widest_read, size_t(dram_bytes), 5e-3, 2);
+  }
+  probe.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return probe;
+}
+
+void apply_probe(const HostProbe& probe, CpuSpec& cpu) {
+  if (probe.frequency_ghz > 0.1 && probe.frequency_ghz < 10) cpu.frequency_ghz = probe.frequency_ghz;
+  for (const FmaProbe& f : probe.fma) {
+    if (f.vector_bits != cpu.vector_bits || f.gflops <= 0) continue;
+    const double flops_per_fma = 2.0 * cpu.fp32_lanes();
+    cpu.fma_units = std::clamp(int(std::lround(f.gflops / (cpu.frequency_ghz * flops_per_fma))), 1, 8);
+    cpu.fma_latency = std::clamp(int(std::lround(f.latency_cycles)), 1, 64);
+    cpu.peak_gflops_per_core = f.gflops;
+  }
+  for (size_t i = 0; i < probe.cache_gbs.size() && i < cpu.caches.size(); ++i)
+    if (probe.cache_gbs[i] > 0) cpu.caches[i].bandwidth_gbs = probe.cache_gbs[i];
+  if (!probe.cache_gbs.empty() && probe.cache_gbs[0] > 0)
+    cpu.load_bytes_per_cycle = std::clamp(int(std::lround(probe.cache_gbs[0] / cpu.frequency_ghz / 8)) * 8, 8, 4096);
+  if (probe.dram_gbs > 0) {
+    cpu.dram_core_bandwidth_gbs = probe.dram_gbs;
+    cpu.dram_bandwidth_gbs = std::max(cpu.dram_bandwidth_gbs, probe.dram_gbs);
+  }
+}
+
+}  // namespace loom

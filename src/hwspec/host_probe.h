@@ -1,0 +1,43 @@
+// Microbenchmarks for what cpuid and sysfs cannot tell about the host core:
+// the clock it actually runs at, FMA throughput and latency per vector width,
+// and read bandwidth from each cache level and from DRAM.
+//
+// Cycles are counted against a dependent chain of integer additions, which
+// take one cycle on every out-of-order core, so no vendor table and no
+// nominal frequency is needed. Each figure is the best of a few short
+// repetitions (the machine is shared: interference only ever slows a run
+// down). The whole probe takes a few hundred milliseconds; callers cache it.
+#pragma once
+
+#include <vector>
+
+#include "loom/hwspec.h"
+
+namespace loom {
+
+struct FmaProbe {
+  int vector_bits = 0;
+  double gflops = 0;          // fp32, independent chains, one core
+  double latency_cycles = 0;  // one dependent chain
+};
+
+struct HostProbe {
+  double frequency_ghz = 0;     // while the probes ran
+  std::vector<FmaProbe> fma;    // each vector width the ISA offers, narrowest first
+  // Read bandwidth of one core (GB/s) from a buffer resident in each cache
+  // of `caches` (same order), then from DRAM; 0 where it was not measured.
+  std::vector<double> cache_gbs;
+  double dram_gbs = 0;
+  double elapsed_ms = 0;
+};
+
+// Runs the probes on the calling thread. `widest_bits` bounds the vector
+// widths tried (the ISA's), `caches` sizes the bandwidth buffers.
+HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches);
+
+// Writes the probe's figures into `cpu`: frequency, peak, FMA units and
+// latency at cpu.vector_bits, L1 load bytes per cycle, cache and DRAM
+// bandwidths. Fields the probe could not measure keep their values.
+void apply_probe(const HostProbe& probe, CpuSpec& cpu);
+
+}  // namespace loom

@@ -1,0 +1,94 @@
+#include "support/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "loom/error.h"
+
+namespace loom {
+
+namespace {
+
+// mkdir -p; false when some component cannot be made a directory.
+bool make_directories(const std::string& dir) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    const std::string part = dir.substr(0, pos);
+    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  struct stat st;
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string environment(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+std::string cache_directory() {
+  std::string dir = environment("LOOM_CACHE_DIR");
+  if (dir.empty() && !environment("XDG_CACHE_HOME").empty()) dir = environment("XDG_CACHE_HOME") + "/loom";
+  if (dir.empty() && !environment("HOME").empty()) dir = environment("HOME") + "/.cache/loom";
+  if (dir.empty()) dir = "/tmp/loom-cache-" + std::to_string(getuid());
+  if (!make_directories(dir))
+    throw UserError("cache directory '" + dir + "' cannot be created (" + std::strerror(errno) +
+                    "); set LOOM_CACHE_DIR to a writable directory");
+  return dir;
+}
+
+std::string write_file_atomically(const std::string& path, const std::string& contents) {
+  std::string temp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(std::rand());
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) return "cannot create '" + temp + "': " + std::strerror(errno);
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = std::strerror(errno);
+      close(fd);
+      unlink(temp.c_str());
+      return "cannot write '" + temp + "': " + why;
+    }
+    done += size_t(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    unlink(temp.c_str());
+    return "cannot flush '" + temp + "': " + std::strerror(errno);
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    unlink(temp.c_str());
+    return "cannot rename '" + temp + "' to '" + path + "': " + why;
+  }
+  return "";
+}
+
+std::optional<std::string> read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
+
+std::string fnv1a_hex(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ULL;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+}  // namespace loom

@@ -1,0 +1,27 @@
+// Files that loom keeps between runs (the host spec, kernel caches): where
+// they live and how they are written so that a crash or a concurrent writer
+// never leaves a torn file behind.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace loom {
+
+// $LOOM_CACHE_DIR, else $XDG_CACHE_HOME/loom, else $HOME/.cache/loom (else
+// /tmp/loom-cache-<uid>). Created on first use; throws UserError naming the
+// directory when it cannot be.
+std::string cache_directory();
+
+// Writes `contents` to a temporary file beside `path`, flushes it to disk and
+// renames it over `path`: readers see the old file or the new one, never a
+// part. Returns an error message, empty on success.
+std::string write_file_atomically(const std::string& path, const std::string& contents);
+
+// The whole file, or nothing when it cannot be read.
+std::optional<std::string> read_whole_file(const std::string& path);
+
+// FNV-1a, 64 bits, as 16 hex digits: a checksum of a file's contents.
+std::string fnv1a_hex(const std::string& text);
+
+}  // namespace loom
