@@ -61,3 +61,6 @@ add_test(NAME cli.hwspec_show_and_host_cache
 set_tests_properties(cli.hwspec_show_and_host_cache PROPERTIES LABELS cli TIMEOUT 120)
 cli_test(hwspecs_show_unknown 2 "unknown hwspec 'cray1'" hwspecs show cray1)
 cli_test(hwspecs_show_arity 2 "takes one spec name or file" hwspecs show)
+add_test(NAME cli.huge_argument COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/huge_argument.sh $<TARGET_FILE:loom>)
+set_tests_properties(cli.huge_argument PROPERTIES LABELS cli)
+cli_test(beyond_memory 2 "matmul needs about [0-9]+ GiB .* but this process can get" run matmul M=65536 N=65536 K=65536)
