@@ -20,6 +20,10 @@ class Lowerer {
     f.size_vars = op_.size_vars;
     for (const auto& t : op_.inputs) f.args.push_back(buffer_for(t));
     for (const auto& t : op_.outputs) f.args.push_back(buffer_for(t));
+    if (schedule_.row_axes > 0) {
+      f.body = fused_rows();
+      return f;
+    }
 
     std::vector<Stmt> nests;
     std::vector<BufferRef> scratch;
@@ -66,6 +70,11 @@ class Lowerer {
         VarMap map;
         for (size_t d = 0; d < t->axes.size(); ++d) map[t->axes[d].get()] = r->indices[d];
         return substitute(it->second, map);
+      }
+      if (auto it = row_local_.find(t); it != row_local_.end()) {  // this row's part of a fused stage
+        const size_t rows = size_t(schedule_.row_axes);
+        std::vector<Expr> rest(r->indices.begin() + rows, r->indices.end());
+        return make_load(it->second, flatten_index(rest, {t->shape.begin() + rows, t->shape.end()}));
       }
       return make_load(buffer_for(r->tensor), flatten_index(r->indices, t->shape));
     });
@@ -152,10 +161,140 @@ class Lowerer {
     return inner;
   }
 
+  // Row fusion (schedule/row_fusion.h): one parallel loop over tasks of
+  // rows_per_task rows; in each row, every stage in producer order. Outputs
+  // are stored in place; the other stages into row-local buffers (the
+  // stack when small and of constant size), so nothing of full size is
+  // materialized and a row's data stays in L1 between stages.
+  Stmt fused_rows() {
+    const int R = schedule_.row_axes;
+    const std::vector<Expr>& shape = schedule_.stages.back().tensor.shape();
+    const std::vector<Expr> row_shape(shape.begin(), shape.begin() + R);
+    const Expr rows = product(row_shape);
+    const Expr per_task = make_int(std::max<int64_t>(1, schedule_.rows_per_task));
+    Var task("row_task"), in_task("row_in_task");
+    Expr row = Expr(task) * per_task + in_task;
+    std::vector<Expr> row_index(static_cast<size_t>(R));
+    for (int d = R - 1; d >= 0; --d) {
+      row_index[size_t(d)] = d == 0 ? row : row % row_shape[size_t(d)];
+      if (d > 0) row = row / row_shape[size_t(d)];
+    }
+    std::vector<Stmt> stages;
+    std::vector<BufferRef> locals;
+    for (const StageSchedule& s : schedule_.stages) {
+      const TensorNode* node = s.tensor.get();
+      Expr body = rewrite(node->body);
+      if (s.inlined) {
+        inlined_[node] = body;
+        continue;
+      }
+      BufferRef out = buffer_for(s.tensor);
+      bool stored_in_place = false;
+      for (const BufferRef& arg : args_of_outputs()) stored_in_place |= arg.get() == out.get();
+      if (!stored_in_place) {
+        std::vector<Expr> rest(node->shape.begin() + R, node->shape.end());
+        auto local = std::make_shared<BufferNode>(BufferNode{node->name + "_row", node->dtype, rest});
+        row_local_[node] = local;
+        locals.push_back(local);
+        out = local;
+      }
+      stages.push_back(row_stage(s, body, row_index, stored_in_place, out));
+    }
+    Stmt per_row = make_seq(stages);
+    // The last task may hold fewer rows.
+    Expr count = min(per_task, rows - Expr(task) * per_task);
+    Stmt task_body = make_for(in_task, count, ForKind::Serial, per_row);
+    for (auto it = locals.rbegin(); it != locals.rend(); ++it) {
+      auto n = product((*it)->shape).as_const_int();
+      task_body = make_allocate(*it, task_body, /*on_stack=*/n && *n * 4 <= kStackRowBytes);
+    }
+    return make_for(task, (rows + per_task - 1) / per_task, ForKind::Parallel, task_body);
+  }
+
+  std::vector<BufferRef> args_of_outputs() {
+    std::vector<BufferRef> out;
+    for (const auto& t : op_.outputs) out.push_back(buffer_for(t));
+    return out;
+  }
+
+  // One stage over one row: loops over its axes after the row axes, the
+  // innermost vectorized; a reduction accumulates in vector lanes over its
+  // innermost reduction axis, then combines the lanes.
+  Stmt row_stage(const StageSchedule& s, const Expr& body, const std::vector<Expr>& row_index, bool in_place,
+                 const BufferRef& out) {
+    const TensorNode* node = s.tensor.get();
+    const size_t R = row_index.size(), rank = node->axes.size();
+    VarMap at;
+    for (size_t d = 0; d < R; ++d) at[node->axes[d].get()] = row_index[d];
+    std::vector<Expr> rest(node->axes.begin() + R, node->axes.end());
+    Expr index = in_place ? flatten_index([&] {
+      std::vector<Expr> all(row_index);
+      all.insert(all.end(), rest.begin(), rest.end());
+      return all;
+    }(), node->shape)
+                          : flatten_index(rest, {node->shape.begin() + R, node->shape.end()});
+    const int W = std::max(1, s.vector_width);
+    const auto* red = body.get()->as<ReduceNode>();
+    Stmt inner = red ? row_reduction(*red, substitute(red->source, at), std::max(1, s.reduce_width),
+                                     std::max(1, s.accumulators), out, index)
+                     : make_store(out, index, substitute(body, at));
+    for (size_t d = rank; d-- > R;) {
+      const bool vec = d + 1 == rank && W > 1 && !red;
+      inner = make_for(node->axes[d], node->shape[d], vec ? ForKind::Vectorized : ForKind::Serial, inner,
+                       vec ? W : 1);
+    }
+    return inner;
+  }
+
+  // A reduction of one row into out[index]: U x W lane-wise partial results
+  // (U independent vectors hide the combine's latency) over blocks of the
+  // innermost reduction axis, its remainder in lane 0, the outer reduction
+  // axes serial around both; then the lanes combined.
+  Stmt row_reduction(const ReduceNode& red, const Expr& source, int W, int U, const BufferRef& out,
+                     const Expr& index) {
+    const int lanes = W * U;
+    auto acc = std::make_shared<BufferNode>(BufferNode{"row_acc", red.dtype, {make_int(lanes)}});
+    auto combine = [&](const Expr& x, const Expr& y) {
+      return red.op == ReduceOp::Sum ? x + y : red.op == ReduceOp::Max ? max(x, y) : min(x, y);
+    };
+    Var q("q");
+    Stmt init = make_for(q, make_int(lanes), ForKind::Serial, make_store(acc, q, reduce_identity(red.op, red.dtype)));
+    const Var& k = red.axes.back().var;
+    const Expr& K = red.axes.back().extent;
+    auto accumulate = [&](const Expr& lane, const Expr& at_k) {
+      VarMap m{{k.get(), at_k}};
+      return make_store(acc, lane, combine(make_load(acc, lane), substitute(source, m)));
+    };
+    Var b("rb"), u("ru"), l("rl"), t("rt");
+    Stmt step = make_for(l, make_int(W), W > 1 ? ForKind::Vectorized : ForKind::Serial,
+                         accumulate(Expr(u) * W + l, (Expr(b) * U + u) * W + l), W > 1 ? W : 1);
+    step = make_for(u, make_int(U), U > 1 ? ForKind::Unrolled : ForKind::Serial, step);
+    const Expr done = K / lanes * lanes;
+    Stmt update = make_seq({make_for(b, K / lanes, ForKind::Serial, step),
+                            make_for(t, K - done, ForKind::Serial, accumulate(make_int(0), done + t))});
+    for (size_t a = red.axes.size() - 1; a-- > 0;)
+      update = make_for(red.axes[a].var, red.axes[a].extent, ForKind::Serial, update);
+    // Lanes combined in halves (the U vectors first, then within one): a
+    // tree of depth log2(lanes) that maps onto vector operations.
+    std::vector<Expr> partial;
+    for (int i = 0; i < lanes; ++i) partial.push_back(make_load(acc, make_int(i)));
+    while (partial.size() > 1) {
+      const size_t half = partial.size() / 2;
+      std::vector<Expr> next;
+      for (size_t i = 0; i < half; ++i) next.push_back(combine(partial[i], partial[i + half]));
+      if (partial.size() % 2) next.push_back(partial.back());
+      partial = std::move(next);
+    }
+    return make_allocate(acc, make_seq({init, update, make_store(out, index, partial[0])}), /*on_stack=*/true);
+  }
+
+  static constexpr int64_t kStackRowBytes = 16 << 10;
+
   const Operator& op_;
   const Schedule& schedule_;
   std::unordered_map<const TensorNode*, BufferRef> buffers_;
   std::unordered_map<const TensorNode*, Expr> inlined_;
+  std::unordered_map<const TensorNode*, BufferRef> row_local_;  // row fusion: a stage's row buffer
 };
 
 }  // namespace

@@ -1,8 +1,10 @@
+#include <algorithm>
 #include <sstream>
 #include <unordered_set>
 
 #include "ir/analysis.h"
 #include "schedule/anchor.h"
+#include "schedule/row_fusion.h"
 #include "schedule/schedule.h"
 #include "schedule/task.h"
 
@@ -48,6 +50,8 @@ std::vector<te::Tensor> compute_stages(const Operator& op) {
 
 std::string Schedule::str() const {
   std::ostringstream os;
+  if (row_axes > 0)
+    os << "row-fused over " << row_axes << " leading axes, " << rows_per_task << " rows per parallel task\n";
   for (const auto& s : stages) {
     os << s.tensor.name() << ": ";
     if (s.inlined || s.fused) {
@@ -74,6 +78,10 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
     const Expr& body = t.get()->body;
     s.inlined = !is_output(op, t) && !body.get()->as<ReduceNode>() && !has_expensive_math(body);
     const int rank = t.ndim();
+    if (const auto* red = body.get()->as<ReduceNode>(); red && target.kind == TargetKind::Cpu) {
+      s.reduce_width = vector_width_for(red->axes.back().extent, lanes);
+      s.accumulators = std::clamp(target.cpu.fma_latency * target.cpu.fma_units, 1, 8);
+    }
     if (rank >= 2) {
       s.vector_width = vector_width_for(t.shape().back(), lanes);
       if (s.vector_width > 1) s.vector_axis = rank - 1;
@@ -83,6 +91,7 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
     }
     sched.stages.push_back(s);
   }
+  sched.row_axes = row_fusion_axes(op);
   return sched;
 }
 
@@ -100,6 +109,12 @@ Schedule schedule_with_state(const Task& task, const State& state) {
       s.inlined = false;
     }
     if (state->fuse && anchor.consumer.defined() && s.tensor.get() == anchor.consumer.get()) s.fused = true;
+  }
+  if (sched.row_axes > 0) {
+    // The state's parallel tile over the row axes sets the rows per task.
+    sched.rows_per_task = 1;
+    for (int a = 0; a < sched.row_axes && a < state->num_axes; ++a) sched.rows_per_task *= state->tile[0][a];
+    for (StageSchedule& s : sched.stages) s.fused = false;
   }
   return sched;
 }

@@ -25,6 +25,10 @@ struct StageSchedule {
   int parallel_axes = 0;    // leading axes fused into one parallel loop
   int vector_axis = -1;     // spatial axis vectorized, or -1
   int vector_width = 1;
+  // Row fusion: a reduction's lanes over its innermost reduction axis, and
+  // the independent vectors it keeps (hiding the combine's latency).
+  int reduce_width = 1;
+  int accumulators = 1;
 };
 
 struct AnchorInfo;
@@ -32,6 +36,12 @@ struct Task;
 
 struct Schedule {
   std::vector<StageSchedule> stages;  // compute tensors, producers first
+  // Row fusion (row_fusion.h): when row_axes > 0, every stage is computed
+  // row by row inside one parallel loop over the leading row_axes axes,
+  // rows_per_task rows per parallel task, each stage's row vectorized at
+  // its vector_width; the stages' own parallel axes and states are unused.
+  int row_axes = 0;
+  int64_t rows_per_task = 1;
   // The anchor analysis the state was made for, shared with its task so that
   // lowering does not repeat it; null when no stage carries a state.
   std::shared_ptr<const AnchorInfo> anchor;

@@ -1,0 +1,21 @@
+// Row fusion: multi-stage row operators (softmax, layernorm, a reduction
+// whose per-row result is broadcast back over the row) run as one kernel,
+// one parallel loop over rows, every stage of a row computed while the row is
+// in L1 or registers. Stage by stage, each stage is a pass over the whole
+// tensor with full-size temporaries in between.
+//
+// An operator is row-fusable over its leading R axes when every compute
+// stage has at least R axes with the same leading extents, every read of a
+// compute stage indexes those R axes with the reading stage's own axes (a
+// row only reads its own row of another stage), and it is a row operator: a
+// reduction produces a per-row value that a wider stage reads back.
+#pragma once
+
+#include "loom/operator.h"
+
+namespace loom {
+
+// R, the number of leading row axes, or 0 when `op` is not row-fusable.
+int row_fusion_axes(const Operator& op);
+
+}  // namespace loom

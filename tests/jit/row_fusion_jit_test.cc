@@ -1,0 +1,87 @@
+// Row fusion (schedule/row_fusion.h): which operators qualify, and fused
+// kernels against the reference executor at awkward and symbolic sizes.
+#include "ops/op_builder.h"
+#include "schedule/row_fusion.h"
+#include "test_util.h"
+
+namespace loom {
+namespace {
+
+using te::compute;
+using te::placeholder;
+using te::reduce_axis;
+
+// Softmax over the last axis of a [B, T, N] tensor: two row axes.
+Operator batched_softmax(Expr B, Expr T, Expr N) {
+  auto X = placeholder({B, T, N}, "X");
+  auto k = reduce_axis(N, "k");
+  auto s = compute({B, T}, [&](const std::vector<Var>& a) { return te::sum(exp(X(a[0], a[1], k.var)), {k}); }, "s");
+  auto Y = compute({B, T, N}, [&](const std::vector<Var>& a) { return exp(X(a[0], a[1], a[2])) / s(a[0], a[1]); },
+                   "Y");
+  return ops::finish_operator("batched_softmax", {X}, {Y}, 3 * B * T * N);
+}
+
+// Each row is normalized by the next row's maximum: rows depend on each
+// other, so the operator must not be fused by rows.
+Operator next_row_normalized(Expr M, Expr N) {
+  auto X = placeholder({M, N}, "X");
+  auto k = reduce_axis(N, "k");
+  auto m = compute({M}, [&](const std::vector<Var>& a) { return te::max(X(a[0], k.var), {k}); }, "m");
+  auto Y = compute({M, N}, [&](const std::vector<Var>& a) { return X(a[0], a[1]) / m((a[0] + 1) % M); }, "Y");
+  return ops::finish_operator("next_row_normalized", {X}, {Y}, M * N);
+}
+
+TEST(RowFusion, RowOperatorsQualifyAndOthersDoNot) {
+  EXPECT_EQ(row_fusion_axes(ops::softmax(64, 77)), 1);
+  EXPECT_EQ(row_fusion_axes(ops::layernorm(Var("M"), Var("N"))), 1);
+  EXPECT_EQ(row_fusion_axes(batched_softmax(2, Var("T"), 33)), 2);
+  EXPECT_EQ(row_fusion_axes(next_row_normalized(9, 17)), 0);
+  EXPECT_EQ(row_fusion_axes(ops::reduce(8, 9, ops::ReduceKind::Sum)), 0);  // one stage
+  EXPECT_EQ(row_fusion_axes(ops::reduce(8, 9, ops::ReduceKind::L2)), 0);   // nothing wider reads it back
+  EXPECT_EQ(row_fusion_axes(make_operator("dense", {{"M", "8"}, {"N", "8"}, {"K", "8"}, {"epilogue", "bias_gelu"}})),
+            0);
+}
+
+// The kernel is one parallel loop over rows and matches the reference.
+void expect_fused_and_correct(const Operator& op, const std::vector<int64_t>& sizes, const std::string& strategy,
+                              int threads) {
+  CompileOptions o;
+  o.strategy = strategy;
+  o.threads = threads;
+  Kernel k = compile(op, o);
+  const std::string& ir = k.report().loop_ir;
+  EXPECT_NE(ir.find("parallel for row_task"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("parallel for"), ir.rfind("parallel for")) << "more than one pass:\n" << ir;
+  CheckResult r = test::run_and_check(op, k, random_inputs(op, 5, sizes));
+  EXPECT_TRUE(r.ok) << op.name << " " << strategy << " threads=" << threads << " err " << r.max_rel_err;
+}
+
+TEST(RowFusion, SoftmaxAndLayernormAtAwkwardSizes) {
+  for (int64_t m : {1, 3, 37})
+    for (int64_t n : {1, 5, 17, 77, 129, 1000})
+      for (const char* strategy : {"construct", "default"}) {
+        expect_fused_and_correct(ops::softmax(m, n), {}, strategy, 2);
+        expect_fused_and_correct(ops::layernorm(m, n), {}, strategy, 1);
+      }
+}
+
+TEST(RowFusion, SymbolicRowsAndColumns) {
+  Var M("M"), N("N");
+  for (const Operator& op : {ops::softmax(M, N), ops::layernorm(M, N)})
+    for (std::vector<int64_t> sizes : {std::vector<int64_t>{1, 1}, {5, 33}, {64, 768}, {3, 1031}})
+      expect_fused_and_correct(op, sizes, "construct", 2);
+  Var T("T");
+  for (int64_t t : {1, 7, 40}) expect_fused_and_correct(batched_softmax(3, T, 45), {t}, "construct", 2);
+}
+
+TEST(RowFusion, DependentRowsStayStageByStage) {
+  CompileOptions o;
+  o.threads = 2;
+  Operator op = next_row_normalized(9, 17);
+  Kernel k = compile(op, o);
+  EXPECT_EQ(k.report().loop_ir.find("row_task"), std::string::npos);
+  EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 3)).ok);
+}
+
+}  // namespace
+}  // namespace loom
