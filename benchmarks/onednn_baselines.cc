@@ -173,4 +173,64 @@ Baseline openblas_l2_norm(int64_t M, int64_t N) {
           s};
 }
 
+Baseline onednn_softmax(int64_t M, int64_t N) {
+  using namespace dnnl;
+  memory::desc md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+  softmax_forward::primitive_desc pd(softmax_forward::desc(prop_kind::forward_inference, md, 1), engine());
+  struct S {
+    FloatVec src, dst;
+    memory src_m, dst_m;
+    softmax_forward prim;
+    stream strm;
+  };
+  auto s = std::make_shared<S>();
+  s->src = random_vector(M * N);
+  s->dst.resize(size_t(M * N));
+  s->src_m = memory(md, engine(), s->src.data());
+  s->dst_m = memory(md, engine(), s->dst.data());
+  s->strm = stream(engine());
+  s->prim = softmax_forward(pd);
+  return {"oneDNN",
+          [s] {
+            s->prim.execute(s->strm, {{DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_DST, s->dst_m}});
+            s->strm.wait();
+          },
+          s};
+}
+
+Baseline onednn_layernorm(int64_t M, int64_t N) {
+  using namespace dnnl;
+  memory::desc md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+  memory::desc vec_md({N}, memory::data_type::f32, memory::format_tag::a);
+  layer_normalization_forward::desc desc(prop_kind::forward_inference, md, 1e-5f,
+                                         normalization_flags::use_scale | normalization_flags::use_shift);
+  layer_normalization_forward::primitive_desc pd(desc, engine());
+  struct S {
+    FloatVec src, dst, scale, shift;
+    memory src_m, dst_m, scale_m, shift_m;
+    layer_normalization_forward prim;
+    stream strm;
+  };
+  auto s = std::make_shared<S>();
+  s->src = random_vector(M * N);
+  s->dst.resize(size_t(M * N));
+  s->scale = random_vector(N);
+  s->shift = random_vector(N);
+  s->src_m = memory(md, engine(), s->src.data());
+  s->dst_m = memory(md, engine(), s->dst.data());
+  s->scale_m = memory(vec_md, engine(), s->scale.data());
+  s->shift_m = memory(vec_md, engine(), s->shift.data());
+  s->strm = stream(engine());
+  s->prim = layer_normalization_forward(pd);
+  return {"oneDNN",
+          [s] {
+            s->prim.execute(s->strm, {{DNNL_ARG_SRC, s->src_m},
+                                      {DNNL_ARG_DST, s->dst_m},
+                                      {DNNL_ARG_SCALE, s->scale_m},
+                                      {DNNL_ARG_SHIFT, s->shift_m}});
+            s->strm.wait();
+          },
+          s};
+}
+
 }  // namespace bench

@@ -28,5 +28,9 @@ Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu, bool prefer
 Baseline onednn_l2_norm(int64_t M, int64_t N);
 // The same with OpenBLAS's snrm2, row by row.
 Baseline openblas_l2_norm(int64_t M, int64_t N);
+// Softmax over the last axis of [M, N].
+Baseline onednn_softmax(int64_t M, int64_t N);
+// Layer normalization over the last axis of [M, N] with scale and shift.
+Baseline onednn_layernorm(int64_t M, int64_t N);
 
 }  // namespace bench

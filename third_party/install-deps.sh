@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package loom needs to build, test and benchmark.
+# Installs every Debian package loom needs to build, test and benchmark
+# (clang-16 and its runtime libraries: the sanitizer tier and libFuzzer).
 # Idempotent and non-interactive: packages already present are skipped.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   libyaml-cpp-dev libeigen3-dev libboost-graph-dev libgtest-dev
   nlohmann-json3-dev libxgboost-dev
   libdnnl-dev libopenblas-dev
+  clang-16 libclang-rt-16-dev
 )
 
 missing=()

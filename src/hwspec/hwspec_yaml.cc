@@ -3,6 +3,7 @@
 // Every field is checked: unknown keys (typos) are rejected, required keys
 // must be present, values must have the right type and range, and the spec
 // must be self-consistent. Errors name the file, the field and the value.
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -112,6 +113,29 @@ class Reader {
   std::string source_;
 };
 
+// Documents in `text`, counting up to `limit`. Not YAML::LoadAll: in
+// yaml-cpp 0.7 it loops forever, allocating, on some malformed streams (a
+// lone ',': jbeder/yaml-cpp#1040, fixed upstream by #1319), so the parser is
+// driven here a bounded number of times.
+int count_documents(const std::string& text, int limit) {
+  struct Ignore : YAML::EventHandler {
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  } ignore;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  int count = 0;
+  while (count < limit && parser.HandleNextDocument(ignore)) ++count;
+  return count;
+}
+
 CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   r.only_keys(n, "cpu", {"cores", "threads_per_core", "vector_bits", "fma_units", "fma_latency",
                          "vector_registers", "frequency_ghz", "peak_gflops_per_core", "dram_bandwidth_gbs",
@@ -202,15 +226,14 @@ HwSpec parse_hwspec_yaml(const std::string& yaml_text, const std::string& source
   Reader r(source);
   YAML::Node root;
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
-    if (docs.size() > 1)
-      throw UserError(source + ": holds " + std::to_string(docs.size()) + " YAML documents; a hwspec is one");
-    if (!docs.empty()) root = docs[0];
+    root = YAML::Load(yaml_text);
+    if (!root || !root.IsMap()) throw UserError(source + ": expected a YAML mapping with name, kind and cpu/gpu");
+    if (count_documents(yaml_text, 2) > 1)
+      throw UserError(source + ": holds more than one YAML document; a hwspec is one");
   } catch (const YAML::Exception& e) {
     throw UserError(source + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
                     std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-  if (!root || !root.IsMap()) throw UserError(source + ": expected a YAML mapping with name, kind and cpu/gpu");
   try {
     r.only_keys(root, "", {"name", "kind", "description", "cpu", "gpu"});
     HwSpec spec;

@@ -158,7 +158,15 @@ TEST(HwSpec, DuplicateKeysAndSeveralDocumentsAreRejected) {
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "cores: 2", "cores: 2\n  cores: 64"), "f.yaml"),
                     "field 'cpu.cores': given twice");
   EXPECT_USER_ERROR(parse_hwspec_yaml(std::string(kGoodCpu) + "---\n" + kGoodCpu, "f.yaml"),
-                    "f.yaml: holds 2 YAML documents");
+                    "f.yaml: holds more than one YAML document");
+}
+
+// yaml-cpp 0.7's LoadAll loops forever, allocating, on these (found by
+// fuzz_hwspec; jbeder/yaml-cpp#1040): each must be a prompt error.
+TEST(HwSpec, StreamsThatHangYamlCppAreErrors) {
+  for (const char* text : {",", ", a", ",a: b", ", ]", ",: x", "# A deliberately b\303oke: 2\n,  frequency_ghz: ze: 1\n",
+                           "[:", "{:", "[:]", "{# ke\ny{:", "- !+(.,.)"})
+    EXPECT_USER_ERROR(parse_hwspec_yaml(text, "f.yaml"), "f.yaml: ");
 }
 
 }  // namespace
