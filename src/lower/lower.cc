@@ -248,8 +248,8 @@ class Lowerer {
 
   // A reduction of one row into out[index]: U x W lane-wise partial results
   // (U independent vectors hide the combine's latency) over blocks of the
-  // innermost reduction axis, its remainder in lane 0, the outer reduction
-  // axes serial around both; then the lanes combined.
+  // innermost reduction axis, then its remainder, the outer reduction axes
+  // serial around both; then the lanes combined.
   Stmt row_reduction(const ReduceNode& red, const Expr& source, int W, int U, const BufferRef& out,
                      const Expr& index) {
     const int lanes = W * U;
@@ -270,8 +270,11 @@ class Lowerer {
                          accumulate(Expr(u) * W + l, (Expr(b) * U + u) * W + l), W > 1 ? W : 1);
     step = make_for(u, make_int(U), U > 1 ? ForKind::Unrolled : ForKind::Serial, step);
     const Expr done = K / lanes * lanes;
+    // The remainder (fewer than U x W elements) into lanes 0, 1, ... in
+    // vectors as wide as it allows.
     Stmt update = make_seq({make_for(b, K / lanes, ForKind::Serial, step),
-                            make_for(t, K - done, ForKind::Serial, accumulate(make_int(0), done + t))});
+                            make_for(t, K - done, W > 1 ? ForKind::Vectorized : ForKind::Serial,
+                                     accumulate(t, done + t), W > 1 ? W : 1)});
     for (size_t a = red.axes.size() - 1; a-- > 0;)
       update = make_for(red.axes[a].var, red.axes[a].extent, ForKind::Serial, update);
     // Lanes combined in halves (the U vectors first, then within one): a

@@ -79,8 +79,12 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
     s.inlined = !is_output(op, t) && !body.get()->as<ReduceNode>() && !has_expensive_math(body);
     const int rank = t.ndim();
     if (const auto* red = body.get()->as<ReduceNode>(); red && target.kind == TargetKind::Cpu) {
-      s.reduce_width = vector_width_for(red->axes.back().extent, lanes);
+      const Expr& extent = red->axes.back().extent;
+      s.reduce_width = vector_width_for(extent, lanes);
       s.accumulators = std::clamp(target.cpu.fma_latency * target.cpu.fma_units, 1, 8);
+      // No more vectors than the row fills (a short row is all remainder).
+      if (auto n = extent.as_const_int())
+        s.accumulators = int(std::clamp<int64_t>(*n / s.reduce_width, 1, s.accumulators));
     }
     if (rank >= 2) {
       s.vector_width = vector_width_for(t.shape().back(), lanes);
