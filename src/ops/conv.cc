@@ -15,11 +15,20 @@ int64_t conv_out_extent(int64_t in, int64_t k, int64_t stride, int64_t pad, int6
   return (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
 }
 
+// Every parameter is at most 2^31, so that the window arithmetic below (a
+// product of two parameters plus a few more) stays far inside 64 bits;
+// products of more (flop counts) are Expr arithmetic, checked.
+constexpr int64_t kMaxParam = int64_t(1) << 31;
+
 void check_common(const Conv2dParams& p, const char* op) {
   for (auto [name, v] : {std::pair{"N", p.N}, {"H", p.H}, {"W", p.W}, {"CI", p.CI}, {"KH", p.KH},
                          {"KW", p.KW}, {"stride", p.stride}, {"dilation", p.dilation}})
     LOOM_USER_CHECK(v > 0, op, ": ", name, " must be positive, got ", v);
   LOOM_USER_CHECK(p.pad >= 0, op, ": pad must be non-negative, got ", p.pad);
+  for (auto [name, v] : {std::pair{"N", p.N}, {"H", p.H}, {"W", p.W}, {"CI", p.CI}, {"CO", p.CO}, {"KH", p.KH},
+                         {"KW", p.KW}, {"stride", p.stride}, {"dilation", p.dilation}, {"pad", p.pad},
+                         {"groups", p.groups}})
+    LOOM_USER_CHECK(v <= kMaxParam, op, ": ", name, "=", v, " is above the limit ", kMaxParam);
 }
 
 // Output extents, with a clear error when the window does not fit.
@@ -46,7 +55,7 @@ Operator conv2d(const Conv2dParams& p) {
   auto [OH, OW] = checked_out_hw(p, "conv2d");
   const int64_t cig = p.CI / p.groups, cog = p.CO / p.groups;
   auto rh = reduce_axis(p.KH, "rh"), rw = reduce_axis(p.KW, "rw"), rc = reduce_axis(cig, "rc");
-  Expr flops = 2 * p.N * OH * OW * p.CO * cig * p.KH * p.KW;
+  Expr flops = Expr(2) * p.N * OH * OW * p.CO * cig * p.KH * p.KW;
 
   LOOM_USER_CHECK(p.epilogue == Epilogue::None || p.epilogue == Epilogue::BnRelu,
                   "conv2d: epilogue must be none or bn_relu");
@@ -60,7 +69,7 @@ Operator conv2d(const Conv2dParams& p) {
       std::vector<Expr> idx(a.begin(), a.end());
       return max(conv(idx) * scale(a[channel_axis]) + shift(a[channel_axis]), 0.0f);
     }, "Y");
-    return finish_operator("conv2d", {X, Wt, scale, shift}, {Y}, flops + 3 * p.N * OH * OW * p.CO);
+    return finish_operator("conv2d", {X, Wt, scale, shift}, {Y}, flops + Expr(3) * p.N * OH * OW * p.CO);
   };
   if (p.layout == Layout::NHWC) {
     auto X = placeholder({p.N, p.H, p.W, p.CI}, "X");
@@ -91,7 +100,7 @@ Operator depthwise_conv2d(const Conv2dParams& p) {
   auto [OH, OW] = checked_out_hw(p, "depthwise_conv2d");
   const int64_t C = p.CI;
   auto rh = reduce_axis(p.KH, "rh"), rw = reduce_axis(p.KW, "rw");
-  Expr flops = 2 * p.N * OH * OW * C * p.KH * p.KW;
+  Expr flops = Expr(2) * p.N * OH * OW * C * p.KH * p.KW;
   if (p.layout == Layout::NHWC) {
     auto X = placeholder({p.N, p.H, p.W, C}, "X");
     auto Wt = placeholder({p.KH, p.KW, C}, "W");
@@ -133,7 +142,7 @@ Operator conv2d_transpose(const Conv2dParams& p) {
     Expr valid = th >= 0 && tw >= 0 && th % p.stride == 0 && tw % p.stride == 0 && ih < p.H && iw < p.W;
     return te::sum(select(valid, X(a[0], ih, iw, rc.var), 0.0f) * Wt(rh.var, rw.var, rc.var, a[3]), {rh, rw, rc});
   }, "Y");
-  return finish_operator("conv2d_transpose", {X, Wt}, {Y}, 2 * p.N * p.H * p.W * p.CI * p.CO * p.KH * p.KW);
+  return finish_operator("conv2d_transpose", {X, Wt}, {Y}, Expr(2) * p.N * p.H * p.W * p.CI * p.CO * p.KH * p.KW);
 }
 
 Operator pool2d(const Conv2dParams& p, PoolKind kind) {
@@ -151,7 +160,7 @@ Operator pool2d(const Conv2dParams& p, PoolKind kind) {
     if (is_max) return te::max(v, {rh, rw});
     return te::sum(v * float(1.0 / double(p.KH * p.KW)), {rh, rw});
   }, "Y");
-  return finish_operator("pool2d", {X}, {Y}, p.N * OH * OW * C * p.KH * p.KW);
+  return finish_operator("pool2d", {X}, {Y}, Expr(p.N) * OH * OW * C * p.KH * p.KW);
 }
 
 }  // namespace loom::ops

@@ -208,6 +208,22 @@ TEST(Operators, BadParametersNameTheValue) {
   EXPECT_USER_ERROR(make_operator("reduce", P{{"M", "4"}, {"N", "4"}, {"kind", "mean"}}), "kind='mean'");
 }
 
+// Found by fuzz_operator: flop counts of large convolutions overflowed int64
+// (undefined behaviour) before any check. Each is a UserError now.
+TEST(Operators, HugeParametersAreUserErrorsNotOverflows) {
+  ops::Conv2dParams p;
+  p.N = 1;
+  p.H = p.W = int64_t(1) << 31;
+  p.CI = p.CO = p.groups = int64_t(1) << 30;
+  p.KH = p.KW = 21;
+  p.pad = 10;
+  EXPECT_USER_ERROR(ops::depthwise_conv2d(p), "overflow");
+  p.groups = 1;
+  EXPECT_USER_ERROR(ops::conv2d(p), "overflow");
+  p.H = int64_t(1) << 40;
+  EXPECT_USER_ERROR(ops::conv2d(p), "H=1099511627776 is above the limit 2147483648");
+}
+
 TEST(Operators, ShapesThatDoNotCompose) {
   using P = std::map<std::string, std::string>;
   P conv{{"N", "1"}, {"H", "4"}, {"W", "4"}, {"CI", "6"}, {"CO", "8"}, {"KH", "5"}, {"KW", "3"}};

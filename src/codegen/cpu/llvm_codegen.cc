@@ -1,11 +1,14 @@
 #include "codegen/cpu/llvm_codegen.h"
 
 #include <llvm/IR/IRBuilder.h>
-#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/SubtargetFeature.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "codegen/cpu/vector_math.h"
@@ -525,13 +528,30 @@ class FunctionEmitter {
   int task_count_ = 0;
 };
 
+// The host's CPU features minus the vector extensions the spec does not
+// list: a spec restricted to AVX2 (vector_bits 256, no avx512f) compiles to
+// AVX2 code with its 16 registers even on an AVX-512 host. Empty when the
+// spec lists no ISA (the host's features apply unchanged).
+std::string target_features(const CpuSpec& cpu) {
+  if (cpu.isa.empty()) return "";
+  llvm::StringMap<bool> host;
+  if (!llvm::sys::getHostCPUFeatures(host)) return "";
+  llvm::SubtargetFeatures features;
+  for (auto& f : host) features.AddFeature(f.first(), f.second);
+  auto listed = [&](const char* name) { return std::find(cpu.isa.begin(), cpu.isa.end(), name) != cpu.isa.end(); };
+  for (const char* ext : {"avx512f", "avx2", "fma"})
+    if (!listed(ext)) features.AddFeature(ext, false);  // also clears the extensions that imply it
+  return features.getString();
+}
+
 void set_target_attributes(llvm::Module& m, const CpuSpec& cpu) {
-  std::string width = std::to_string(cpu.vector_bits);
+  const std::string width = std::to_string(cpu.vector_bits), features = target_features(cpu);
   for (Function& f : m) {
     if (f.isDeclaration()) continue;
     f.addFnAttr(llvm::Attribute::NoUnwind);
     f.addFnAttr("prefer-vector-width", width);
     f.addFnAttr("min-legal-vector-width", width);
+    if (!features.empty()) f.addFnAttr("target-features", features);
   }
 }
 

@@ -1,0 +1,153 @@
+// How well the analytic model ranks states on this machine (issue 8): for
+// each shape and each spec, construction's top K states (predicted times)
+// are compiled, checked and timed (interleaved passes, medians), and the
+// Spearman rank correlation of predicted and measured time is reported, with
+// how far the model's first pick is from the fastest state measured.
+//
+//   loom_bench_model_rank [--k=40] [--specs=host,host256] [--json=FILE]
+//
+// Specs: `host` is the detected (measured) host; `host256` is the same core
+// restricted to AVX2 (vector_bits 256, 16 registers, no avx512f: the kernels
+// are compiled as AVX2 code), with FMA figures re-measured at 256 bits; any
+// other name or path is loaded as a spec. Run pinned: taskset -c 0.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "construct/construct.h"
+#include "hwspec/host_probe.h"
+#include "loom/loom.h"
+#include "search/measurer.h"
+
+namespace {
+
+using Params = std::map<std::string, std::string>;
+
+struct Shape {
+  std::string op;
+  Params params;
+};
+
+std::vector<Shape> shapes() {
+  auto conv = [](int H, int CI, int CO, int k, int s) {
+    return Shape{"conv2d", {{"N", "1"}, {"H", std::to_string(H)}, {"W", std::to_string(H)}, {"CI", std::to_string(CI)},
+                            {"CO", std::to_string(CO)}, {"KH", std::to_string(k)}, {"KW", std::to_string(k)},
+                            {"stride", std::to_string(s)}, {"pad", std::to_string(k / 2)}}};
+  };
+  return {{"matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}},
+          {"matmul", {{"M", "197"}, {"N", "771"}, {"K", "3072"}}},
+          {"matmul", {{"M", "37"}, {"N", "1000"}, {"K", "771"}}},
+          conv(56, 64, 64, 3, 1),
+          conv(14, 256, 256, 3, 1),
+          conv(17, 192, 224, 3, 1),
+          {"depthwise_conv2d", {{"N", "1"}, {"H", "75"}, {"W", "75"}, {"C", "88"}, {"KH", "5"}, {"KW", "5"},
+                                {"stride", "2"}, {"pad", "2"}}},
+          {"depthwise_conv2d", {{"N", "1"}, {"H", "112"}, {"W", "112"}, {"C", "32"}, {"KH", "3"}, {"KW", "3"},
+                                {"stride", "1"}, {"pad", "1"}}}};
+}
+
+loom::HwSpec spec_named(const std::string& name) {
+  if (name != "host256") return loom::load_hwspec(name);
+  loom::HwSpec s = loom::detect_host_cpu();
+  s.name = "host256";
+  s.cpu.vector_bits = 256;
+  s.cpu.vector_registers = 16;
+  s.cpu.isa = {"sse4.2", "avx2", "fma"};
+  loom::apply_probe(loom::probe_host(256, s.cpu.caches), s.cpu);
+  return s;
+}
+
+// Ranks with ties averaged.
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) r[order[k]] = 0.5 * double(i + j);
+    i = j + 1;
+  }
+  return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = double(a.size());
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += ra[i] / n, mb += rb[i] / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int k = 40;
+  std::string specs = "host,host256", json_path = "bench_model_rank.json";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--k=", 0) == 0) k = std::stoi(a.substr(4));
+    else if (a.rfind("--specs=", 0) == 0) specs = a.substr(8);
+    else if (a.rfind("--json=", 0) == 0) json_path = a.substr(7);
+    else {
+      std::fprintf(stderr, "usage: loom_bench_model_rank [--k=40] [--specs=host,host256] [--json=FILE]\n");
+      return 2;
+    }
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  std::stringstream list(specs);
+  for (std::string name; std::getline(list, name, ',');) {
+    const loom::HwSpec spec = spec_named(name);
+    std::printf("\n=== spec %s: %d-bit, %d FMA units, peak %.1f GFLOP/s ===\n", name.c_str(), spec.cpu.vector_bits,
+                spec.cpu.fma_units, spec.cpu.peak_gflops_per_core);
+    std::printf("%-44s %6s %9s %12s %12s\n", "shape", "states", "spearman", "top1/best", "best GFLOP/s");
+    std::vector<double> rhos, picks;
+    for (const Shape& shape : shapes()) {
+      loom::Operator op = loom::make_operator(shape.op, shape.params);
+      loom::Task task = loom::make_task(op, spec, 1);
+      std::vector<loom::Candidate> batch;
+      for (const loom::RankedState& r : loom::construct_states(task, k, {}))
+        batch.push_back(loom::make_candidate(task, r.state, r.estimate.seconds));
+      loom::MeasureOptions mo;
+      mo.isolate = false;
+      mo.min_pass_ms = 10;
+      mo.prune_ratio = 1e9;  // every state timed in full: the ranking is the point
+      std::vector<loom::MeasureResult> results = loom::Measurer(task, mo).measure(batch);
+      std::vector<double> predicted, measured;
+      for (size_t i = 0; i < batch.size(); ++i)
+        if (results[i].ok()) {
+          predicted.push_back(batch[i].predicted_s);
+          measured.push_back(results[i].time_ms);
+        }
+      if (measured.empty()) continue;
+      const double best = *std::min_element(measured.begin(), measured.end());
+      const double rho = spearman(predicted, measured), pick = best / measured[0];
+      const double gflops = double(*op.flops.as_const_int()) / (best * 1e6);
+      std::string label = shape.op;
+      for (const auto& [key, v] : shape.params) label += " " + key + "=" + v;
+      std::printf("%-44.44s %6zu %9.2f %12.2f %12.1f\n", label.c_str(), measured.size(), rho, pick, gflops);
+      std::fflush(stdout);
+      rhos.push_back(rho);
+      picks.push_back(pick);
+      rows.push_back({{"spec", name}, {"shape", label}, {"states", measured.size()}, {"spearman", rho},
+                      {"top1_over_best", pick}, {"best_gflops", gflops}});
+    }
+    double mean_rho = 0, geo_pick = 0;
+    for (double r : rhos) mean_rho += r / double(rhos.size());
+    for (double p : picks) geo_pick += std::log(p) / double(picks.size());
+    std::printf("spec %s: mean spearman %.2f, model's first pick at %.2f of the best (geomean)\n", name.c_str(),
+                mean_rho, std::exp(geo_pick));
+  }
+  std::ofstream(json_path) << rows.dump(2) << "\n";
+  return 0;
+}
