@@ -4,7 +4,7 @@
 // Spearman rank correlation of predicted and measured time is reported, with
 // how far the model's first pick is from the fastest state measured.
 //
-//   loom_bench_model_rank [--k=40] [--specs=host,host256] [--json=FILE]
+//   loom_bench_model_rank [--k=40] [--specs=host,host256] [--only=OP] [--json=FILE]
 //
 // Specs: `host` is the detected (measured) host; `host256` is the same core
 // restricted to AVX2 (vector_bits 256, 16 registers, no avx512f: the kernels
@@ -93,14 +93,15 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 int main(int argc, char** argv) {
   int k = 40;
-  std::string specs = "host,host256", json_path = "bench_model_rank.json";
+  std::string specs = "host,host256", json_path = "bench_model_rank.json", only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--k=", 0) == 0) k = std::stoi(a.substr(4));
     else if (a.rfind("--specs=", 0) == 0) specs = a.substr(8);
     else if (a.rfind("--json=", 0) == 0) json_path = a.substr(7);
+    else if (a.rfind("--only=", 0) == 0) only = a.substr(7);
     else {
-      std::fprintf(stderr, "usage: loom_bench_model_rank [--k=40] [--specs=host,host256] [--json=FILE]\n");
+      std::fprintf(stderr, "usage: loom_bench_model_rank [--k=40] [--specs=host,host256] [--only=OP] [--json=FILE]\n");
       return 2;
     }
   }
@@ -113,6 +114,7 @@ int main(int argc, char** argv) {
     std::printf("%-44s %6s %9s %12s %12s\n", "shape", "states", "spearman", "top1/best", "best GFLOP/s");
     std::vector<double> rhos, picks;
     for (const Shape& shape : shapes()) {
+      if (!only.empty() && shape.op != only) continue;
       loom::Operator op = loom::make_operator(shape.op, shape.params);
       loom::Task task = loom::make_task(op, spec, 1);
       std::vector<loom::Candidate> batch;

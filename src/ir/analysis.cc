@@ -85,6 +85,25 @@ bool uses_var(const Expr& e, const ExprNode* var) {
   return found;
 }
 
+namespace {
+
+// The coefficient arithmetic in 64 bits, or nothing when it overflows (the
+// strides of a tensor too large to index): no known coefficient.
+std::optional<int64_t> add_or_none(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+std::optional<int64_t> sub_or_none(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+std::optional<int64_t> mul_or_none(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+
+}  // namespace
+
 std::optional<int64_t> linear_coeff(const Expr& e, const ExprNode* var) {
   const ExprNode* n = e.get();
   if (n == var) return 1;
@@ -93,20 +112,20 @@ std::optional<int64_t> linear_coeff(const Expr& e, const ExprNode* var) {
     auto ca = linear_coeff(b->a, var), cb = linear_coeff(b->b, var);
     if (!ca || !cb) return std::nullopt;
     switch (b->op) {
-      case BinaryOp::Add: return *ca + *cb;
-      case BinaryOp::Sub: return *ca - *cb;
+      case BinaryOp::Add: return add_or_none(*ca, *cb);
+      case BinaryOp::Sub: return sub_or_none(*ca, *cb);
       case BinaryOp::Mul:
         if (*ca == 0) {
-          if (auto k = b->a.as_const_int()) return *k * *cb;
+          if (auto k = b->a.as_const_int()) return mul_or_none(*k, *cb);
         } else if (*cb == 0) {
-          if (auto k = b->b.as_const_int()) return *k * *ca;
+          if (auto k = b->b.as_const_int()) return mul_or_none(*k, *ca);
         }
         return std::nullopt;
       default: return std::nullopt;
     }
   }
   if (auto* u = n->as<UnaryNode>(); u && u->op == UnaryOp::Neg) {
-    if (auto c = linear_coeff(u->a, var)) return -*c;
+    if (auto c = linear_coeff(u->a, var)) return sub_or_none(0, *c);
   }
   return std::nullopt;
 }

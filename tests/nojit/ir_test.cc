@@ -73,6 +73,10 @@ TEST(Analysis, LinearCoefficient) {
   EXPECT_EQ(linear_coeff(i * n, i.get()), std::nullopt);  // symbolic coefficient
   EXPECT_EQ(linear_coeff(i / 2, i.get()), std::nullopt);
   EXPECT_EQ(linear_coeff(n * 4, i.get()), 0);
+  // Found by fuzz_operator: the strides of a huge tensor overflowed.
+  const int64_t big = int64_t(1) << 40;
+  EXPECT_EQ(linear_coeff((i * big) * big, i.get()), std::nullopt);
+  EXPECT_EQ(linear_coeff(i * big + i * (INT64_MAX - 3), i.get()), std::nullopt);
 }
 
 TEST(Analysis, SubstituteAndUses) {
