@@ -1,5 +1,6 @@
 #include "lower/lower.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ir/analysis.h"
@@ -189,8 +190,8 @@ class Lowerer {
         continue;
       }
       BufferRef out = buffer_for(s.tensor);
-      bool stored_in_place = false;
-      for (const BufferRef& arg : args_of_outputs()) stored_in_place |= arg.get() == out.get();
+      const bool stored_in_place =
+          std::any_of(op_.outputs.begin(), op_.outputs.end(), [&](const te::Tensor& o) { return o.get() == node; });
       if (!stored_in_place) {
         std::vector<Expr> rest(node->shape.begin() + R, node->shape.end());
         auto local = std::make_shared<BufferNode>(BufferNode{node->name + "_row", node->dtype, rest});
@@ -206,15 +207,9 @@ class Lowerer {
     Stmt task_body = make_for(in_task, count, ForKind::Serial, per_row);
     for (auto it = locals.rbegin(); it != locals.rend(); ++it) {
       auto n = product((*it)->shape).as_const_int();
-      task_body = make_allocate(*it, task_body, /*on_stack=*/n && *n * 4 <= kStackRowBytes);
+      task_body = make_allocate(*it, task_body, /*on_stack=*/n && *n * (*it)->dtype.bytes() <= kStackRowBytes);
     }
     return make_for(task, (rows + per_task - 1) / per_task, ForKind::Parallel, task_body);
-  }
-
-  std::vector<BufferRef> args_of_outputs() {
-    std::vector<BufferRef> out;
-    for (const auto& t : op_.outputs) out.push_back(buffer_for(t));
-    return out;
   }
 
   // One stage over one row: loops over its axes after the row axes, the
@@ -226,13 +221,11 @@ class Lowerer {
     const size_t R = row_index.size(), rank = node->axes.size();
     VarMap at;
     for (size_t d = 0; d < R; ++d) at[node->axes[d].get()] = row_index[d];
-    std::vector<Expr> rest(node->axes.begin() + R, node->axes.end());
-    Expr index = in_place ? flatten_index([&] {
-      std::vector<Expr> all(row_index);
-      all.insert(all.end(), rest.begin(), rest.end());
-      return all;
-    }(), node->shape)
-                          : flatten_index(rest, {node->shape.begin() + R, node->shape.end()});
+    // In place: the element's index in the whole tensor; else in the row.
+    std::vector<Expr> coords(node->axes.begin(), node->axes.end());
+    for (size_t d = 0; d < R; ++d) coords[d] = row_index[d];
+    Expr index = in_place ? flatten_index(coords, node->shape)
+                          : flatten_index({coords.begin() + R, coords.end()}, {node->shape.begin() + R, node->shape.end()});
     const int W = std::max(1, s.vector_width);
     const auto* red = body.get()->as<ReduceNode>();
     Stmt inner = red ? row_reduction(*red, substitute(red->source, at), std::max(1, s.reduce_width),
