@@ -239,6 +239,20 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
         const int64_t per_set = (R + sets - 1) / sets;
         if (per_set > l1.associativity) est.penalty_s += steps * double(R) * 4.0 / freq;
       }
+      // Along a reduction axis the same happens over the micro-kernel's
+      // reduction loop: R steps read lines a stride apart; when they crowd
+      // the sets, every step's lines come from L2 again.
+      const double step_bytes = x.data_tile(t.data()) * 4;
+      for (int a = an.num_spatial; a < n; ++a) {
+        const int64_t R = reg > 1 ? s.tile[reg - 1][a] : an.plan_extent(a);
+        if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
+        const int64_t bytes = std::abs(*x.stride[a]) * 4;
+        if (bytes < l1.line_bytes) continue;
+        const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
+        const double lines = std::ceil(step_bytes / double(l1.line_bytes));
+        if ((R + sets - 1) / sets * int64_t(lines) > l1.associativity)
+          est.penalty_s += steps * lines * double(l1.line_bytes) / read_bandwidth(cpu, 1);
+      }
     }
   }
 

@@ -36,8 +36,10 @@
 // tiles on the border of a windowed axis (interior tiles run unguarded); each
 // micro-kernel call costs ~20 cycles plus a load and a store per
 // accumulator; an output gathered or scattered along the vector axis, L1
-// set conflicts of strided unpacked reads and the horizontal sums of a
-// vectorized reduction are charged per element.
+// set conflicts of strided unpacked reads within a register tile and the
+// horizontal sums of a vectorized reduction are charged per element; an
+// unpacked read whose lines along the micro-kernel's reduction loop crowd
+// more L1 sets than there are ways re-reads every step's lines from L2.
 // Parallelism. Level-0 tiles are dealt to threads; balance is
 // tiles / (ceil(tiles / threads) * threads).
 // Time = (softmax(compute, traffic per cache) + packing + penalties) / (threads
