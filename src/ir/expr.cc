@@ -221,6 +221,10 @@ Expr reduce_identity(ReduceOp op, DType type) {
   throw InternalError("unknown reduce op");
 }
 
+Expr reduce_combine(ReduceOp op, const Expr& a, const Expr& b) {
+  return op == ReduceOp::Sum ? a + b : op == ReduceOp::Max ? max(a, b) : min(a, b);
+}
+
 Expr product(const std::vector<Expr>& dims) {
   Expr p = make_int(1);
   for (const Expr& d : dims) p = make_binary(BinaryOp::Mul, p, d);
@@ -232,6 +236,16 @@ Expr flatten_index(const std::vector<Expr>& indices, const std::vector<Expr>& sh
   Expr flat = make_int(0);
   for (size_t i = 0; i < indices.size(); ++i) flat = flat * shape[i] + indices[i];
   return flat;
+}
+
+std::vector<Expr> unflatten_index(const Expr& flat, const std::vector<Expr>& shape) {
+  std::vector<Expr> indices(shape.size());
+  Expr rest = flat;
+  for (size_t d = shape.size(); d-- > 0;) {
+    indices[d] = d == 0 ? rest : rest % shape[d];
+    if (d > 0) rest = rest / shape[d];
+  }
+  return indices;
 }
 
 Expr operator+(Expr a, Expr b) { return make_binary(BinaryOp::Add, std::move(a), std::move(b)); }

@@ -158,9 +158,14 @@ Expr make_load(BufferRef buffer, Expr index);
 Expr make_reduce(ReduceOp op, Expr source, std::vector<te::IterVar> axes);
 // The identity element of a reduction in `type` (0, lowest, highest).
 Expr reduce_identity(ReduceOp op, DType type);
+// Two partial results of a reduction combined: a + b, max or min.
+Expr reduce_combine(ReduceOp op, const Expr& a, const Expr& b);
 // The product of `dims` (1 for none), folded when constant.
 Expr product(const std::vector<Expr>& dims);
 // Row-major flat offset of `indices` into a tensor of `shape`.
 Expr flatten_index(const std::vector<Expr>& indices, const std::vector<Expr>& shape);
+// Its inverse: the indices of row-major offset `flat` into `shape` (the
+// first index is not reduced modulo its extent).
+std::vector<Expr> unflatten_index(const Expr& flat, const std::vector<Expr>& shape);
 
 }  // namespace loom

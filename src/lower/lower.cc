@@ -124,11 +124,8 @@ class Lowerer {
     std::vector<Expr> axis_values(node->axes.begin(), node->axes.end());
     if (fused == 1) fused_var = node->axes[0];
     if (fused > 1) {
-      Expr rest = fused_var;
-      for (int d = fused - 1; d >= 0; --d) {
-        axis_values[d] = d == 0 ? rest : rest % node->shape[d];
-        if (d > 0) rest = rest / node->shape[d];
-      }
+      const std::vector<Expr> outer = unflatten_index(fused_var, {node->shape.begin(), node->shape.begin() + fused});
+      std::copy(outer.begin(), outer.end(), axis_values.begin());
     }
     VarMap at_axes;
     for (int d = 0; d < rank; ++d) at_axes[node->axes[d].get()] = axis_values[d];
@@ -139,10 +136,7 @@ class Lowerer {
     if (auto* red = body.get()->as<ReduceNode>()) {
       Expr source = substitute(red->source, at_axes);
       Expr acc = make_load(out, index);
-      Expr combined = red->op == ReduceOp::Sum ? acc + source
-                      : red->op == ReduceOp::Max ? max(acc, source)
-                                                 : min(acc, source);
-      Stmt update = make_store(out, index, combined);
+      Stmt update = make_store(out, index, reduce_combine(red->op, acc, source));
       for (auto it = red->axes.rbegin(); it != red->axes.rend(); ++it)
         update = make_for(it->var, it->extent, ForKind::Serial, update);
       inner = make_seq({make_store(out, index, reduce_identity(red->op, red->dtype)), update});
@@ -174,12 +168,7 @@ class Lowerer {
     const Expr rows = product(row_shape);
     const Expr per_task = make_int(std::max<int64_t>(1, schedule_.rows_per_task));
     Var task("row_task"), in_task("row_in_task");
-    Expr row = Expr(task) * per_task + in_task;
-    std::vector<Expr> row_index(static_cast<size_t>(R));
-    for (int d = R - 1; d >= 0; --d) {
-      row_index[size_t(d)] = d == 0 ? row : row % row_shape[size_t(d)];
-      if (d > 0) row = row / row_shape[size_t(d)];
-    }
+    const std::vector<Expr> row_index = unflatten_index(Expr(task) * per_task + in_task, row_shape);
     std::vector<Stmt> stages;
     std::vector<BufferRef> locals;
     for (const StageSchedule& s : schedule_.stages) {
@@ -247,9 +236,7 @@ class Lowerer {
                      const Expr& index) {
     const int lanes = W * U;
     auto acc = std::make_shared<BufferNode>(BufferNode{"row_acc", red.dtype, {make_int(lanes)}});
-    auto combine = [&](const Expr& x, const Expr& y) {
-      return red.op == ReduceOp::Sum ? x + y : red.op == ReduceOp::Max ? max(x, y) : min(x, y);
-    };
+    auto combine = [&](const Expr& x, const Expr& y) { return reduce_combine(red.op, x, y); };
     Var q("q");
     Stmt init = make_for(q, make_int(lanes), ForKind::Serial, make_store(acc, q, reduce_identity(red.op, red.dtype)));
     const Var& k = red.axes.back().var;

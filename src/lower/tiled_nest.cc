@@ -398,9 +398,7 @@ class TiledNest {
     };
     const ReduceOp op = an_.reduce_op;
     const DType type = an_.stage.dtype();
-    auto combine = [&](const Expr& x, const Expr& y) {
-      return op == ReduceOp::Sum ? x + y : op == ReduceOp::Max ? max(x, y) : min(x, y);
-    };
+    auto combine = [&](const Expr& x, const Expr& y) { return reduce_combine(op, x, y); };
     const Expr identity = reduce_identity(op, type);
 
     // init
