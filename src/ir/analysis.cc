@@ -1,5 +1,7 @@
 #include "ir/analysis.h"
 
+#include "support/checked.h"
+
 namespace loom {
 
 std::vector<Expr> children(const Expr& e) {
@@ -85,25 +87,8 @@ bool uses_var(const Expr& e, const ExprNode* var) {
   return found;
 }
 
-namespace {
-
-// The coefficient arithmetic in 64 bits, or nothing when it overflows (the
-// strides of a tensor too large to index): no known coefficient.
-std::optional<int64_t> add_or_none(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_add_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
-}
-std::optional<int64_t> sub_or_none(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
-}
-std::optional<int64_t> mul_or_none(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
-}
-
-}  // namespace
-
+// Coefficient arithmetic that overflows (the strides of a tensor too large
+// to index) gives no known coefficient.
 std::optional<int64_t> linear_coeff(const Expr& e, const ExprNode* var) {
   const ExprNode* n = e.get();
   if (n == var) return 1;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,16 +13,31 @@
 
 namespace loom {
 
-inline int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
+// The result, or nothing when it overflows: for analyses where an
+// overflow means "unknown" rather than an error.
+inline std::optional<int64_t> add_or_none(int64_t a, int64_t b) {
   int64_t r = 0;
-  LOOM_USER_CHECK(!__builtin_mul_overflow(a, b, &r), what, " overflows 64 bits (", a, " x ", b, ")");
-  return r;
+  return __builtin_add_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+inline std::optional<int64_t> sub_or_none(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+inline std::optional<int64_t> mul_or_none(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+
+inline int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
+  const std::optional<int64_t> r = mul_or_none(a, b);
+  LOOM_USER_CHECK(r.has_value(), what, " overflows 64 bits (", a, " x ", b, ")");
+  return *r;
 }
 
 inline int64_t checked_add(int64_t a, int64_t b, const std::string& what) {
-  int64_t r = 0;
-  LOOM_USER_CHECK(!__builtin_add_overflow(a, b, &r), what, " overflows 64 bits (", a, " + ", b, ")");
-  return r;
+  const std::optional<int64_t> r = add_or_none(a, b);
+  LOOM_USER_CHECK(r.has_value(), what, " overflows 64 bits (", a, " + ", b, ")");
+  return *r;
 }
 
 // The product of non-negative dimensions.
