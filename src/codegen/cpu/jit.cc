@@ -55,11 +55,7 @@ class Engine {
     llvm::InitializeNativeTargetAsmPrinter();
     auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
     jtmb.setCPU(llvm::sys::getHostCPUName().str());
-    llvm::SubtargetFeatures features;
-    llvm::StringMap<bool> host_features;
-    if (llvm::sys::getHostCPUFeatures(host_features))
-      for (auto& f : host_features) features.AddFeature(f.first(), f.second);
-    jtmb.setFeatures(features.getString());
+    jtmb.setFeatures(target_features(CpuSpec{}));
     jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
     tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
     jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating the JIT");

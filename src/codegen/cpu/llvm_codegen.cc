@@ -528,22 +528,6 @@ class FunctionEmitter {
   int task_count_ = 0;
 };
 
-// The host's CPU features minus the vector extensions the spec does not
-// list: a spec restricted to AVX2 (vector_bits 256, no avx512f) compiles to
-// AVX2 code with its 16 registers even on an AVX-512 host. Empty when the
-// spec lists no ISA (the host's features apply unchanged).
-std::string target_features(const CpuSpec& cpu) {
-  if (cpu.isa.empty()) return "";
-  llvm::StringMap<bool> host;
-  if (!llvm::sys::getHostCPUFeatures(host)) return "";
-  llvm::SubtargetFeatures features;
-  for (auto& f : host) features.AddFeature(f.first(), f.second);
-  auto listed = [&](const char* name) { return std::find(cpu.isa.begin(), cpu.isa.end(), name) != cpu.isa.end(); };
-  for (const char* ext : {"avx512f", "avx2", "fma"})
-    if (!listed(ext)) features.AddFeature(ext, false);  // also clears the extensions that imply it
-  return features.getString();
-}
-
 void set_target_attributes(llvm::Module& m, const CpuSpec& cpu) {
   const std::string width = std::to_string(cpu.vector_bits), features = target_features(cpu);
   for (Function& f : m) {
@@ -556,6 +540,21 @@ void set_target_attributes(llvm::Module& m, const CpuSpec& cpu) {
 }
 
 }  // namespace
+
+std::string target_features(const CpuSpec& cpu) {
+  static const llvm::StringMap<bool> host = [] {
+    llvm::StringMap<bool> features;
+    llvm::sys::getHostCPUFeatures(features);
+    return features;
+  }();
+  llvm::SubtargetFeatures features;
+  for (auto& f : host) features.AddFeature(f.first(), f.second);
+  auto listed = [&](const char* name) { return std::find(cpu.isa.begin(), cpu.isa.end(), name) != cpu.isa.end(); };
+  if (!cpu.isa.empty())
+    for (const char* ext : {"avx512f", "avx2", "fma"})
+      if (!listed(ext)) features.AddFeature(ext, false);  // also clears the extensions that imply it
+  return features.getString();
+}
 
 LlvmModule build_llvm_module(const LoweredFunc& func, const CpuSpec& cpu, const std::string& symbol) {
   LlvmModule out;

@@ -29,4 +29,11 @@ struct LlvmModule {
 
 LlvmModule build_llvm_module(const LoweredFunc& func, const CpuSpec& cpu, const std::string& symbol);
 
+// The host's CPU features as an LLVM feature string, minus the vector
+// extensions (avx512f, avx2, fma) that `cpu.isa` does not list: a spec
+// restricted to AVX2 compiles to AVX2 code with its 16 registers even on an
+// AVX-512 host. A spec listing no ISA gets the host's features unchanged.
+// The JIT's target machine and every generated function use it.
+std::string target_features(const CpuSpec& cpu);
+
 }  // namespace loom::codegen
