@@ -1,6 +1,7 @@
 // Hardware specs: bundled files, host detection, and every kind of bad file.
-#include <fstream>
+#include <optional>
 
+#include "support/files.h"
 #include "test_util.h"
 
 namespace loom {
@@ -119,9 +120,15 @@ TEST(HwSpec, BadFilesNameTheFileFieldAndValue) {
                     "field 'kind': value 'tpu' must be cpu or gpu");
 }
 
+// The text of a bundled spec, to edit.
+std::string bundled_text(const std::string& name) {
+  std::optional<std::string> text = read_whole_file(std::string(LOOM_TEST_HWSPEC_DIR) + "/" + name + ".yaml");
+  EXPECT_TRUE(text.has_value()) << name;
+  return text.value_or("");
+}
+
 TEST(HwSpec, InconsistentGpuIsRejected) {
-  std::ifstream in(std::string(LOOM_TEST_HWSPEC_DIR) + "/h100.yaml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = bundled_text("h100");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "max_threads_per_block: 1024", "max_threads_per_block: 1000"), "g.yaml"),
                     "field 'gpu.max_threads_per_block': value '1000' is not a multiple of warp_size 32");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "shared_memory_per_block: 48KiB", "shared_memory_per_block: 1GiB"), "g.yaml"),
@@ -136,8 +143,7 @@ TEST(HwSpec, UnknownNameAndMissingFile) {
 // Values outside any physical range are rejected in the field's own type,
 // before any narrowing or arithmetic (these once crashed or wrapped).
 TEST(HwSpec, ValuesOutsidePhysicalRangesAreRejected) {
-  std::ifstream in(std::string(LOOM_TEST_HWSPEC_DIR) + "/h100.yaml");
-  std::string gpu((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string gpu = bundled_text("h100");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(gpu, "warp_size: 32", "warp_size: 4294967296"), "g.yaml"),
                     "field 'gpu.warp_size': value '4294967296' is outside the physical range [1, 128]");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(gpu, "warp_size: 32", "warp_size: 4294967312"), "g.yaml"),
