@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <set>
 #include <cstdio>
@@ -168,18 +167,15 @@ std::string cpu_model_text() {
   return text;
 }
 
-constexpr const char* kChecksumPrefix = "# checksum: ";
-
-// A cached host spec: its YAML, then a checksum line over everything before it.
+// A cached host spec: YAML in the hwspecs/ schema behind comment lines
+// naming the CPU and the measurement, then a checksum line.
 std::optional<HwSpec> read_cached_host(const std::string& path) {
   std::optional<std::string> text = read_whole_file(path);
   if (!text) return std::nullopt;
-  const size_t at = text->rfind(kChecksumPrefix);
-  const std::string body = at == std::string::npos ? "" : text->substr(0, at);
-  const std::string sum = at == std::string::npos ? "" : text->substr(at + std::strlen(kChecksumPrefix), 16);
   try {
-    if (body.empty() || sum != fnv1a_hex(body)) throw UserError("checksum mismatch (truncated or edited)");
-    HwSpec spec = parse_hwspec_yaml(body, path);
+    std::optional<std::string> body = body_if_checksum_matches(*text);
+    if (!body) throw UserError("checksum mismatch (truncated or edited)");
+    HwSpec spec = parse_hwspec_yaml(*body, path);
     spec.source = "cached in " + path;
     return spec;
   } catch (const UserError& e) {
@@ -187,6 +183,26 @@ std::optional<HwSpec> read_cached_host(const std::string& path) {
                  path.c_str(), e.what());
     return std::nullopt;
   }
+}
+
+void write_cached_host(const std::string& path, const std::string& key, const HwSpec& spec) {
+  std::string body = "# loom host spec for:\n";
+  std::istringstream key_lines(key);
+  for (std::string line; std::getline(key_lines, line);) body += "#   " + line + "\n";
+  body += "# " + spec.source + "\n" + hwspec_to_yaml(spec);
+  const std::string error = write_file_atomically(path, with_checksum_line(body));
+  if (!error.empty()) std::fprintf(stderr, "loom: warning: the host spec is not cached: %s\n", error.c_str());
+}
+
+// What the probe measured, for the spec's source line.
+std::string describe(const HostProbe& probe) {
+  std::ostringstream note;
+  note.precision(4);
+  note << "measured in " << probe.elapsed_ms << " ms:";
+  for (const FmaProbe& f : probe.fma)
+    note << " fma" << f.vector_bits << " " << f.gflops << " GFLOP/s latency " << f.latency_cycles << ";";
+  note << " clock " << probe.frequency_ghz << " GHz";
+  return note.str();
 }
 
 HwSpec measure_host() {
@@ -203,20 +219,8 @@ HwSpec measure_host() {
     if (std::optional<HwSpec> cached = read_cached_host(path)) return *cached;
   const HostProbe probe = probe_host(spec.cpu.vector_bits, spec.cpu.caches);
   apply_probe(probe, spec.cpu);
-  std::ostringstream note;
-  note.precision(4);
-  note << "measured in " << probe.elapsed_ms << " ms:";
-  for (const FmaProbe& f : probe.fma)
-    note << " fma" << f.vector_bits << " " << f.gflops << " GFLOP/s latency " << f.latency_cycles << ";";
-  note << " clock " << probe.frequency_ghz << " GHz";
-  spec.source = note.str();
-  if (path.empty()) return spec;
-  std::string body = "# loom host spec for:\n";
-  std::istringstream key_lines(key);
-  for (std::string line; std::getline(key_lines, line);) body += "#   " + line + "\n";
-  body += "# " + spec.source + "\n" + hwspec_to_yaml(spec);
-  const std::string error = write_file_atomically(path, body + kChecksumPrefix + fnv1a_hex(body) + "\n");
-  if (!error.empty()) std::fprintf(stderr, "loom: warning: the host spec is not cached: %s\n", error.c_str());
+  spec.source = describe(probe);
+  if (!path.empty()) write_cached_host(path, key, spec);
   return spec;
 }
 

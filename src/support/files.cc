@@ -91,4 +91,18 @@ std::string fnv1a_hex(const std::string& text) {
   return out;
 }
 
+namespace {
+constexpr const char* kChecksumPrefix = "# checksum: ";
+}
+
+std::string with_checksum_line(const std::string& body) { return body + kChecksumPrefix + fnv1a_hex(body) + "\n"; }
+
+std::optional<std::string> body_if_checksum_matches(const std::string& text) {
+  const size_t at = text.rfind(kChecksumPrefix);
+  if (at == std::string::npos || at == 0) return std::nullopt;
+  std::string body = text.substr(0, at);
+  if (text.substr(at) != std::string(kChecksumPrefix) + fnv1a_hex(body) + "\n") return std::nullopt;
+  return body;
+}
+
 }  // namespace loom

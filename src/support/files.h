@@ -24,4 +24,10 @@ std::optional<std::string> read_whole_file(const std::string& path);
 // FNV-1a, 64 bits, as 16 hex digits: a checksum of a file's contents.
 std::string fnv1a_hex(const std::string& text);
 
+// `body` followed by a last line "# checksum: <fnv1a_hex(body)>", and back:
+// the body when the checksum line is present and matches, nothing when the
+// file was truncated or edited.
+std::string with_checksum_line(const std::string& body);
+std::optional<std::string> body_if_checksum_matches(const std::string& text);
+
 }  // namespace loom
