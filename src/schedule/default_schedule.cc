@@ -107,19 +107,18 @@ Schedule schedule_with_state(const Task& task, const State& state) {
   Schedule sched = default_schedule(task.op, task.target);
   sched.anchor = task.anchor;
   const AnchorInfo& anchor = *task.anchor;
+  // A row-fused operator takes only the state's parallel tile over the row
+  // axes (rows per task); its stages are lowered row by row, none fused.
+  const bool by_rows = sched.row_axes > 0;
   for (StageSchedule& s : sched.stages) {
     if (s.tensor.get() == anchor.stage.get()) {
       s.state = state;
       s.inlined = false;
     }
-    if (state->fuse && anchor.consumer.defined() && s.tensor.get() == anchor.consumer.get()) s.fused = true;
+    if (!by_rows && state->fuse && anchor.consumer.defined() && s.tensor.get() == anchor.consumer.get())
+      s.fused = true;
   }
-  if (sched.row_axes > 0) {
-    // The state's parallel tile over the row axes sets the rows per task.
-    sched.rows_per_task = 1;
-    for (int a = 0; a < sched.row_axes && a < state->num_axes; ++a) sched.rows_per_task *= state->tile[0][a];
-    for (StageSchedule& s : sched.stages) s.fused = false;
-  }
+  for (int a = 0; by_rows && a < sched.row_axes && a < state->num_axes; ++a) sched.rows_per_task *= state->tile[0][a];
   return sched;
 }
 
