@@ -19,6 +19,9 @@ double ms_since(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
 
+// Notes accumulate: "; " between them.
+void add_note(std::string& note, const std::string& text) { note += (note.empty() ? "" : "; ") + text; }
+
 // The best recorded schedule for the task, compiled; empty (with a note)
 // when the records hold none that replays.
 std::optional<Kernel> compile_from_records(const Task& task, const CompileOptions& options, int threads,
@@ -27,22 +30,23 @@ std::optional<Kernel> compile_from_records(const Task& task, const CompileOption
   std::vector<Record> records = load_records(options.records, warnings);
   std::optional<Record> best = best_record(records, task);
   if (!best) {
-    note += (note.empty() ? "" : "; ") + std::string("no correct record of '") + task.workload_key + "' on hwspec '" + task.target.name + "' in " +
-           options.records + "; used strategy " + options.strategy;
+    add_note(note, "no correct record of '" + task.workload_key + "' on hwspec '" + task.target.name + "' in " +
+                       options.records + "; used strategy " + options.strategy);
     return std::nullopt;
   }
   std::string why;
   State state = replay_record(*best, task, why);
   if (!state) {
-    note += (note.empty() ? "" : "; ") + std::string("the best record of '") + task.workload_key + "' does not replay (" + why + "); used strategy " +
-           options.strategy;
+    add_note(note, "the best record of '" + task.workload_key + "' does not replay (" + why + "); used strategy " +
+                       options.strategy);
     return std::nullopt;
   }
   Kernel k = compile_schedule(task.op, make_candidate(task, state, 0).schedule, task.target, threads);
   CompileReport& r = mutable_report(k);
   r.strategy = best->strategy;
   r.from_records = true;
-  r.note = note + (note.empty() ? "" : "; ") + "schedule from " + options.records + " (recorded " + std::to_string(best->time_ms) + " ms)";
+  r.note = note;
+  add_note(r.note, "schedule from " + options.records + " (recorded " + std::to_string(best->time_ms) + " ms)");
   return k;
 }
 
