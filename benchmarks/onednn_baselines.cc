@@ -1,6 +1,7 @@
 #include <omp.h>
-#include <sys/mman.h>
 #include "onednn_baselines.h"
+
+#include "loom/buffer.h"
 
 #include <cblas.h>
 
@@ -13,32 +14,25 @@ namespace bench {
 
 namespace {
 
-// Large buffers on transparent huge pages, as loom's own Buffer::allocate
-// does, so both sides of a comparison get the same memory.
-template <typename T>
-struct PageAllocator {
-  using value_type = T;
-  PageAllocator() = default;
-  template <typename U>
-  PageAllocator(const PageAllocator<U>&) {}
-  T* allocate(size_t n) {
-    constexpr size_t kHuge = size_t(2) << 20;
-    const size_t bytes = n * sizeof(T);
-    if (bytes < kHuge) return static_cast<T*>(std::aligned_alloc(64, (bytes + 63) & ~size_t(63)));
-    void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) & ~(kHuge - 1));
-    if (p) madvise(p, bytes, MADV_HUGEPAGE);
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t) { std::free(p); }
-  bool operator==(const PageAllocator&) const { return true; }
+// Float storage from loom's own Buffer::allocate (buffers of 2 MiB and more
+// on transparent huge pages), so both sides of a comparison get the same
+// kind of memory.
+class FloatVec {
+ public:
+  explicit FloatVec(size_t n = 0) : buffer_(loom::Buffer::allocate({int64_t(n)})) {}
+  float* data() const { return buffer_.as<float>(); }
+  size_t size() const { return size_t(buffer_.numel()); }
+  void resize(size_t n) { *this = FloatVec(n); }  // zero-filled afresh: callers fill it
+
+ private:
+  loom::Buffer buffer_;
 };
-using FloatVec = std::vector<float, PageAllocator<float>>;
 
 FloatVec random_vector(size_t n) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> d(-1, 1);
   FloatVec v(n);
-  for (float& x : v) x = d(rng);
+  for (size_t i = 0; i < n; ++i) v.data()[i] = d(rng);
   return v;
 }
 
@@ -168,7 +162,7 @@ Baseline openblas_l2_norm(int64_t M, int64_t N) {
   auto s = std::make_shared<S>(S{random_vector(M * N), FloatVec(M)});
   return {"OpenBLAS",
           [s, M, N] {
-            for (int64_t i = 0; i < M; ++i) s->dst[i] = cblas_snrm2(N, s->src.data() + i * N, 1);
+            for (int64_t i = 0; i < M; ++i) s->dst.data()[i] = cblas_snrm2(N, s->src.data() + i * N, 1);
           },
           s};
 }
