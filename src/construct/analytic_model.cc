@@ -227,15 +227,21 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const CacheLevel& l1 = cpu.caches.front();
     const int64_t way = std::max<int64_t>(l1.line_bytes, l1.size_bytes / std::max<int64_t>(1, l1.associativity));
     const double steps = points / std::max(1.0, reg_elems);
+    // The L1 sets that lines a stride of `elems` floats apart fall into; 0
+    // when the stride is within a line (no conflict to charge).
+    auto sets_for_stride = [&](int64_t elems) -> int64_t {
+      const int64_t bytes = std::abs(elems) * 4;
+      if (bytes < l1.line_bytes) return 0;
+      return std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
+    };
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       if (s.pack[i] >= 0) continue;
       const Access& x = an.accesses[i];
       for (int a = 0; a < an.num_spatial; ++a) {
         const int64_t R = s.tile[reg][a];
         if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
-        const int64_t bytes = std::abs(*x.stride[a]) * 4;
-        if (bytes < l1.line_bytes) continue;
-        const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
+        const int64_t sets = sets_for_stride(*x.stride[a]);
+        if (sets == 0) continue;
         const int64_t per_set = (R + sets - 1) / sets;
         if (per_set > l1.associativity) est.penalty_s += steps * double(R) * 4.0 / freq;
       }
@@ -246,9 +252,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       for (int a = an.num_spatial; a < n; ++a) {
         const int64_t R = reg > 1 ? s.tile[reg - 1][a] : an.plan_extent(a);
         if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
-        const int64_t bytes = std::abs(*x.stride[a]) * 4;
-        if (bytes < l1.line_bytes) continue;
-        const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
+        const int64_t sets = sets_for_stride(*x.stride[a]);
+        if (sets == 0) continue;
         const double lines = std::ceil(step_bytes / double(l1.line_bytes));
         if ((R + sets - 1) / sets * int64_t(lines) > l1.associativity)
           est.penalty_s += steps * lines * double(l1.line_bytes) / read_bandwidth(cpu, 1);
