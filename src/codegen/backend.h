@@ -22,10 +22,25 @@ class CompiledFunction {
   virtual std::string ir() const = 0;
 };
 
+// A compiled function as bytes, for caches: what load() turns back into a
+// CompiledFunction in this or a later process on the same machine.
+struct CodeObject {
+  std::string entry;  // symbol of the entry point
+  std::string bytes;  // backend-specific (an ELF object for the CPU)
+  std::string ir;     // optimized IR as text; empty when the code came from a cache
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::unique_ptr<CompiledFunction> compile(const LoweredFunc& func) = 0;
+  // compile_object() does the expensive work and takes no global lock, so
+  // several threads may compile at once; load() only links.
+  virtual CodeObject compile_object(const LoweredFunc& func) = 0;
+  virtual std::unique_ptr<CompiledFunction> load(const CodeObject& object) = 0;
+  std::unique_ptr<CompiledFunction> compile(const LoweredFunc& func) { return load(compile_object(func)); }
+  // What a CodeObject depends on besides the function: code generator,
+  // version, target CPU and features (part of disk-cache keys).
+  virtual std::string identity() = 0;
 };
 
 // The backend for `target`; UserError when no backend serves its kind.

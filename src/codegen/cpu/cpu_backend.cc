@@ -1,6 +1,4 @@
-// The CPU backend: LoweredFunc -> LLVM IR -> O3 -> JIT-compiled entry point.
-#include <atomic>
-
+// The CPU backend: LoweredFunc -> LLVM IR -> O3 -> object -> JIT-linked entry point.
 #include "codegen/backend.h"
 #include "codegen/cpu/jit.h"
 #include "codegen/cpu/llvm_codegen.h"
@@ -13,30 +11,34 @@ namespace {
 
 class CpuFunction : public CompiledFunction {
  public:
-  explicit CpuFunction(std::unique_ptr<JitCode> code)
-      : code_(std::move(code)), entry_(reinterpret_cast<Entry>(code_->entry())) {}
+  CpuFunction(std::unique_ptr<JitCode> code, std::string ir)
+      : code_(std::move(code)), entry_(reinterpret_cast<Entry>(code_->entry())), ir_(std::move(ir)) {}
   void call(void* const* buffers, const int64_t* sizes) const override {
     entry_(buffers, sizes);
     if (int64_t failed = loom_take_alloc_failure())
       throw UserError("out of memory: the kernel could not allocate " + std::to_string(failed) +
                       " bytes of scratch (packing) memory; its outputs are incomplete");
   }
-  std::string ir() const override { return code_->optimized_ir(); }
+  std::string ir() const override { return ir_.empty() ? "; (code loaded from the kernel cache: no IR)\n" : ir_; }
 
  private:
   using Entry = void (*)(void* const*, const int64_t*);
   std::unique_ptr<JitCode> code_;
   Entry entry_;
+  std::string ir_;
 };
 
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(CpuSpec cpu) : cpu_(std::move(cpu)) {}
-  std::unique_ptr<CompiledFunction> compile(const LoweredFunc& func) override {
-    static std::atomic<int> counter{0};
-    std::string symbol = "loom_" + func.name + "_" + std::to_string(counter++);
-    return std::make_unique<CpuFunction>(jit_compile(build_llvm_module(func, cpu_, symbol)));
+  CodeObject compile_object(const LoweredFunc& func) override {
+    ObjectCode code = compile_to_object(build_llvm_module(func, cpu_, "loom_" + func.name));
+    return CodeObject{std::move(code.entry), std::move(code.bytes), std::move(code.ir)};
   }
+  std::unique_ptr<CompiledFunction> load(const CodeObject& object) override {
+    return std::make_unique<CpuFunction>(load_object(ObjectCode{object.entry, object.bytes, ""}), object.ir);
+  }
+  std::string identity() override { return code_generator_identity() + " isa=" + target_features(cpu_); }
 
  private:
   CpuSpec cpu_;

@@ -1,15 +1,19 @@
 #include "codegen/cpu/jit.h"
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "loom/error.h"
@@ -39,9 +43,18 @@ class Engine {
     return engine;
   }
 
-  std::mutex mutex;
+  std::mutex link_mutex;  // held over adding, looking up and removing code; never over compiling
+  std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::unique_ptr<llvm::TargetMachine> tm;
+  std::string identity;
+
+  // A TargetMachine per compiling thread: LLVM's are not safe to share
+  // between threads that optimize or emit code at once.
+  llvm::TargetMachine& thread_target_machine() {
+    thread_local std::unique_ptr<llvm::TargetMachine> tm;
+    if (!tm) tm = unwrap(jtmb->createTargetMachine(), "creating the target machine");
+    return *tm;
+  }
 
  private:
   Engine() {
@@ -53,12 +66,14 @@ class Engine {
     llvm::cl::ParseCommandLineOptions(2, args);
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
-    jtmb.setCPU(llvm::sys::getHostCPUName().str());
-    jtmb.setFeatures(target_features(CpuSpec{}));
-    jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
-    tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
-    jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating the JIT");
+    jtmb = std::make_unique<llvm::orc::JITTargetMachineBuilder>(
+        unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host"));
+    jtmb->setCPU(llvm::sys::getHostCPUName().str());
+    jtmb->setFeatures(target_features(CpuSpec{}));
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create(), "creating the JIT");
+    identity = std::string("LLVM ") + LLVM_VERSION_STRING + " " + jtmb->getTargetTriple().str() + " " +
+               jtmb->getCPU() + " " + jtmb->getFeatures().getString();
 
     auto& main = jit->getMainJITDylib();
     const char prefix = jit->getDataLayout().getGlobalPrefix();
@@ -67,7 +82,8 @@ class Engine {
     llvm::orc::SymbolMap runtime;
     auto& es = jit->getExecutionSession();
     auto define = [&](const char* name, void* addr) {
-      runtime[es.intern(name)] = llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(addr), llvm::JITSymbolFlags::Exported);
+      runtime[es.intern(name)] =
+          llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(addr), llvm::JITSymbolFlags::Exported);
     };
     define("loom_parallel_for", reinterpret_cast<void*>(&loom_parallel_for));
     define("loom_alloc", reinterpret_cast<void*>(&loom_alloc));
@@ -114,43 +130,67 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
 }
 
+std::string emit_object(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+    throw InternalError("the target machine cannot emit object files");
+  pm.run(m);
+  return std::string(buffer.data(), buffer.size());
+}
+
 class LljitCode : public JitCode {
  public:
-  LljitCode(void* entry, std::string ir, llvm::orc::ResourceTrackerSP tracker)
-      : entry_(entry), ir_(std::move(ir)), tracker_(std::move(tracker)) {}
+  LljitCode(void* entry, llvm::orc::JITDylib& dylib) : entry_(entry), dylib_(dylib) {}
   ~LljitCode() override {
-    std::lock_guard<std::mutex> lock(Engine::get().mutex);
-    if (auto err = tracker_->remove()) llvm::consumeError(std::move(err));
+    Engine& engine = Engine::get();
+    std::lock_guard<std::mutex> lock(engine.link_mutex);
+    if (auto err = engine.jit->getExecutionSession().removeJITDylib(dylib_)) llvm::consumeError(std::move(err));
   }
   void* entry() const override { return entry_; }
-  const std::string& optimized_ir() const override { return ir_; }
 
  private:
   void* entry_;
-  std::string ir_;
-  llvm::orc::ResourceTrackerSP tracker_;
+  llvm::orc::JITDylib& dylib_;
 };
 
 }  // namespace
 
-std::unique_ptr<JitCode> jit_compile(LlvmModule module) {
+ObjectCode compile_to_object(LlvmModule module) {
   Engine& engine = Engine::get();
-  std::lock_guard<std::mutex> lock(engine.mutex);
-  module.module->setDataLayout(engine.jit->getDataLayout());
-  module.module->setTargetTriple(engine.tm->getTargetTriple().str());
-  optimize(*module.module, *engine.tm);
-  std::string ir;
-  llvm::raw_string_ostream os(ir);
+  llvm::TargetMachine& tm = engine.thread_target_machine();
+  module.module->setDataLayout(tm.createDataLayout());
+  module.module->setTargetTriple(tm.getTargetTriple().str());
+  optimize(*module.module, tm);
+  ObjectCode code;
+  code.entry = module.entry;
+  llvm::raw_string_ostream os(code.ir);
   module.module->print(os, nullptr);
   os.flush();
-
-  auto& main = engine.jit->getMainJITDylib();
-  auto tracker = main.createResourceTracker();
-  llvm::orc::ThreadSafeModule tsm(std::move(module.module), std::move(module.context));
-  if (auto err = engine.jit->addIRModule(tracker, std::move(tsm)))
-    throw InternalError("adding a module to the JIT: " + llvm_error_text(std::move(err)));
-  auto addr = unwrap(engine.jit->lookup(main, module.entry), "looking up the kernel entry");
-  return std::make_unique<LljitCode>(addr.toPtr<void*>(), std::move(ir), tracker);
+  code.bytes = emit_object(*module.module, tm);
+  return code;
 }
+
+std::unique_ptr<JitCode> load_object(const ObjectCode& object) {
+  static std::atomic<uint64_t> counter{0};
+  Engine& engine = Engine::get();
+  std::lock_guard<std::mutex> lock(engine.link_mutex);
+  auto& es = engine.jit->getExecutionSession();
+  auto& dylib = es.createBareJITDylib("loom_kernel_" + std::to_string(counter++));
+  dylib.addToLinkOrder(engine.jit->getMainJITDylib());
+  auto fail = [&](const std::string& what, llvm::Error err) -> std::unique_ptr<JitCode> {
+    const std::string text = llvm_error_text(std::move(err));
+    if (auto e = es.removeJITDylib(dylib)) llvm::consumeError(std::move(e));
+    throw InternalError(what + ": " + text);
+  };
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object.bytes, object.entry);
+  if (auto err = engine.jit->addObjectFile(dylib, std::move(buffer))) return fail("adding an object to the JIT", std::move(err));
+  auto addr = engine.jit->lookup(dylib, object.entry);
+  if (!addr) return fail("looking up the kernel entry '" + object.entry + "'", addr.takeError());
+  return std::make_unique<LljitCode>(addr->toPtr<void*>(), dylib);
+}
+
+std::string code_generator_identity() { return Engine::get().identity; }
 
 }  // namespace loom::codegen
