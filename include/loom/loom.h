@@ -7,6 +7,7 @@
 #include "loom/error.h"
 #include "loom/expr.h"
 #include "loom/hwspec.h"
+#include "loom/jit.h"
 #include "loom/memory.h"
 #include "loom/operator.h"
 #include "loom/ops.h"

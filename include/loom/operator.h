@@ -48,5 +48,11 @@ const std::vector<OperatorInfo>& list_operators();
 // non-positive size, an unknown choice, or shapes that do not compose.
 Operator make_operator(const std::string& name,
                        const std::map<std::string, std::string>& params);
+// The same, with the size parameters named in `symbolic` left symbolic: Vars
+// of those names, bound from the buffers when the kernel runs (dynamic
+// shapes; see loom/jit.h). UserError when a name is not a size parameter, is
+// also given a value, or must be constant for this operator (convolutions).
+Operator make_operator(const std::string& name, const std::map<std::string, std::string>& params,
+                       const std::vector<std::string>& symbolic);
 
 }  // namespace loom

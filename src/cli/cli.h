@@ -45,6 +45,7 @@ int command_run(const std::vector<std::string>& args);
 int command_workload(const std::vector<std::string>& args);
 int command_tune(const std::vector<std::string>& args);
 int command_hwspecs(const std::vector<std::string>& args);
+int command_dynamic(const std::vector<std::string>& args);
 
 // Operator parameters for JSON: numbers as numbers, choices as strings.
 nlohmann::json params_json(const std::map<std::string, std::string>& params);

@@ -22,6 +22,11 @@ const char* kUsage =
     "                            measure, learn and keep the fastest correct kernel\n"
     "  workload [bert|resnet50] [--threads=N] [--strategy=construct] [--top-k=K] [--json]\n"
     "                            a network's distinct operators: BERT-base at sequence 128 (12 layers)\n"
+    "  dynamic <op> <param>=<value>... --dim=NAME --values=V1,V2,... [--threads=N] [--cache-dir=DIR]\n"
+    "          [--compile-cpus=C1,C2] [--specialize-after=N] [--hwspec=...] [--repeats=N] [--json]\n"
+    "                            call the operator with NAME symbolic, in that order of values, through\n"
+    "                            the dynamic-shape runtime; check every call; compare generic,\n"
+    "                            specialized and static kernels per value (cache: $LOOM_CACHE_DIR)\n"
     "  hwspecs                   list bundled hardware specs\n"
     "  hwspecs show <name|file>  print a spec as YAML that loads back (host: measured, or cached)\n";
 
@@ -47,6 +52,7 @@ int main(int argc, char** argv) {
     if (command == "workload") return loom::cli::command_workload(args);
     if (command == "tune") return loom::cli::command_tune(args);
     if (command == "hwspecs") return loom::cli::command_hwspecs(args);
+    if (command == "dynamic") return loom::cli::command_dynamic(args);
     std::cerr << "loom: error: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const loom::UserError& e) {

@@ -26,30 +26,6 @@ class KernelAccess {
 
 namespace {
 
-// Generated code assumes outputs alias nothing (its buffers are noalias).
-void check_no_output_aliasing(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
-  auto range = [](const Buffer& b) {
-    const auto p = reinterpret_cast<uintptr_t>(b.data());
-    const int64_t bytes = checked_mul(b.numel(), b.dtype().bytes(), "the byte size of a buffer");
-    uintptr_t end = 0;
-    LOOM_USER_CHECK(!__builtin_add_overflow(p, uintptr_t(bytes), &end), "a buffer of ", bytes,
-                    " bytes does not fit in the address space after its start");
-    return std::pair{p, end};
-  };
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    auto [ob, oe] = range(outputs[o]);
-    auto overlaps = [&](const Buffer& other) {
-      auto [b, e] = range(other);
-      return b < oe && ob < e;
-    };
-    for (size_t i = 0; i < inputs.size(); ++i)
-      LOOM_USER_CHECK(!overlaps(inputs[i]), "output #", o, " overlaps input #", i,
-                      "; in-place operation is not supported");
-    for (size_t j = 0; j < o; ++j)
-      LOOM_USER_CHECK(!overlaps(outputs[j]), "output #", o, " overlaps output #", j);
-  }
-}
-
 const KernelImpl& checked(const std::shared_ptr<KernelImpl>& impl) {
   LOOM_USER_CHECK(impl != nullptr, "use of a kernel that was never compiled");
   return *impl;

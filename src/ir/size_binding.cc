@@ -1,8 +1,12 @@
 #include "ir/size_binding.h"
 
+#include <optional>
 #include <sstream>
+#include <unordered_set>
 
+#include "ir/analysis.h"
 #include "ir/expr_nodes.h"
+#include "support/checked.h"
 
 namespace loom {
 
@@ -100,6 +104,110 @@ void check_output_shapes(const Operator& op, const std::vector<Buffer>& outputs,
   LOOM_USER_CHECK(outputs.size() == op.outputs.size(), op.name, " has ", op.outputs.size(), " outputs, got ",
                   outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) check_buffer(op.outputs[i], outputs[i], "output", i, binding);
+}
+
+}  // namespace loom
+
+namespace loom {
+
+namespace {
+
+// Rebuilds tensors bottom-up with `vars` substituted, memoised so shared
+// producers stay shared.
+class SizeSubstitution {
+ public:
+  explicit SizeSubstitution(VarMap vars) : vars_(std::move(vars)) {}
+
+  te::Tensor tensor(const te::Tensor& t) {
+    if (auto it = done_.find(t.get()); it != done_.end()) return it->second;
+    auto node = std::make_shared<TensorNode>(*t.get());
+    for (Expr& d : node->shape) d = expr(d);
+    if (!node->is_placeholder) node->body = expr(node->body);
+    te::Tensor rebuilt(std::move(node));
+    done_[t.get()] = rebuilt;
+    return rebuilt;
+  }
+
+  Expr expr(const Expr& e) {
+    return transform(e, [&](const Expr& x) -> std::optional<Expr> {
+      if (x.get()->kind == ExprKind::Var) {
+        auto it = vars_.find(x.get());
+        return it == vars_.end() ? std::nullopt : std::optional<Expr>(it->second);
+      }
+      if (auto* r = x.get()->as<TensorReadNode>()) return tensor(r->tensor)(r->indices);
+      return std::nullopt;
+    });
+  }
+
+ private:
+  VarMap vars_;
+  std::unordered_map<const TensorNode*, te::Tensor> done_;
+};
+
+void structure_of(const te::Tensor& t, std::unordered_set<const TensorNode*>& seen, std::string& out) {
+  if (!seen.insert(t.get()).second) return;
+  const TensorNode* n = t.get();
+  if (!n->is_placeholder)
+    visit(n->body, [&](const Expr& e) {
+      if (auto* r = e.get()->as<TensorReadNode>()) structure_of(r->tensor, seen, out);
+      return true;
+    });
+  out += n->name + shape_text(n->shape) + " " + n->dtype.str();
+  if (!n->is_placeholder) {
+    out += " (";
+    for (size_t i = 0; i < n->axes.size(); ++i) out += (i ? ", " : "") + n->axes[i].name();
+    out += ") = " + n->body.str();
+  }
+  out += "\n";
+}
+
+}  // namespace
+
+Operator with_sizes(const Operator& op, const std::vector<int64_t>& values) {
+  SizeBinding binding = bind_sizes(op, values);
+  VarMap vars;
+  for (const auto& [var, value] : binding) vars[var] = make_int(value);
+  SizeSubstitution sub(std::move(vars));
+  Operator out = op;
+  for (te::Tensor& t : out.inputs) t = sub.tensor(t);
+  for (te::Tensor& t : out.outputs) t = sub.tensor(t);
+  out.flops = sub.expr(op.flops);
+  for (size_t i = 0; i < op.size_vars.size(); ++i)
+    if (auto it = out.params.find(op.size_vars[i].name()); it != out.params.end()) it->second = std::to_string(values[i]);
+  out.size_vars.clear();
+  return out;
+}
+
+std::string structure_text(const Operator& op) {
+  std::unordered_set<const TensorNode*> seen;
+  std::string out = op.name + "\n";
+  for (const te::Tensor& t : op.inputs) structure_of(t, seen, out);
+  for (const te::Tensor& t : op.outputs) structure_of(t, seen, out);
+  for (const Var& v : op.size_vars) out += "size " + v.name() + "\n";
+  return out;
+}
+
+void check_no_output_aliasing(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
+  auto range = [](const Buffer& b) {
+    const auto p = reinterpret_cast<uintptr_t>(b.data());
+    const int64_t bytes = checked_mul(b.numel(), b.dtype().bytes(), "the byte size of a buffer");
+    uintptr_t end = 0;
+    LOOM_USER_CHECK(!__builtin_add_overflow(p, uintptr_t(bytes), &end), "a buffer of ", bytes,
+                    " bytes does not fit in the address space after its start");
+    return std::pair{p, end};
+  };
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    auto [ob, oe] = range(outputs[o]);
+    auto overlaps = [&](const Buffer& other) {
+      auto [b, e] = range(other);
+      return b < oe && ob < e;
+    };
+    for (size_t i = 0; i < inputs.size(); ++i)
+      LOOM_USER_CHECK(!overlaps(inputs[i]), "output #", o, " overlaps input #", i,
+                      "; in-place operation is not supported");
+    for (size_t j = 0; j < o; ++j)
+      LOOM_USER_CHECK(!overlaps(outputs[j]), "output #", o, " overlaps output #", j);
+  }
 }
 
 }  // namespace loom

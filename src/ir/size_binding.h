@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -31,5 +32,23 @@ SizeBinding bind_sizes(const Operator& op, const std::vector<Buffer>& inputs);
 
 // Checks `outputs` against the op's output shapes under `binding`.
 void check_output_shapes(const Operator& op, const std::vector<Buffer>& outputs, const SizeBinding& binding);
+
+}  // namespace loom
+
+namespace loom {
+
+// The operator with its symbolic sizes replaced by `values` (op.size_vars
+// order): every shape, body and reduction extent becomes constant, and
+// parameters named like a size var take its value. UserError as bind_sizes.
+Operator with_sizes(const Operator& op, const std::vector<int64_t>& values);
+
+// The operator's whole structure as text: every tensor's name, shape, dtype
+// and body, producers first. Equal texts compute the same thing; caches key
+// compiled code by it.
+std::string structure_text(const Operator& op);
+
+// Generated code assumes outputs alias nothing (its buffers are noalias):
+// UserError naming the pair when an output overlaps an input or another output.
+void check_no_output_aliasing(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs);
 
 }  // namespace loom

@@ -1,5 +1,6 @@
 // Operators by name: the parameter specs the CLI lists, validation of string
 // parameters, and dispatch to the typed builders.
+#include <algorithm>
 #include <charconv>
 #include <functional>
 
@@ -44,13 +45,23 @@ struct Entry {
   std::function<Operator(const Params&)> build;
 };
 
+// A size parameter given as symbolic (make_operator's `symbolic` list).
+constexpr const char* kSymbolic = "?";
+
 int64_t get_int(const Params& p, const std::string& key) {
   const std::string& s = p.at(key);
+  LOOM_USER_CHECK(s != kSymbolic, "parameter ", key, " of this operator cannot be symbolic (it must be known when "
+                  "the operator is built)");
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   LOOM_USER_CHECK(ec == std::errc() && end == s.data() + s.size(), "parameter ", key, "='", s,
                   "' is not an integer");
   return v;
+}
+
+// A size that builders taking Exprs accept symbolic: a Var named like the parameter.
+Expr get_size(const Params& p, const std::string& key) {
+  return p.at(key) == kSymbolic ? Expr(Var(key)) : Expr(get_int(p, key));
 }
 
 ops::Layout get_layout(const Params& p) { return p.at("layout") == "NCHW" ? ops::Layout::NCHW : ops::Layout::NHWC; }
@@ -78,11 +89,11 @@ const std::vector<Entry>& registry() {
     std::vector<Entry> e;
     auto M = size("M", "rows"), N = size("N", "columns"), K = size("K", "reduction length");
     e.push_back({{"matmul", "C[M,N] = A[M,K] B[K,N]", {M, N, K}}, [](const Params& p) {
-                   return ops::matmul(get_int(p, "M"), get_int(p, "N"), get_int(p, "K"));
+                   return ops::matmul(get_size(p, "M"), get_size(p, "N"), get_size(p, "K"));
                  }});
     e.push_back({{"batch_matmul", "C[B,M,N] = A[B,M,K] B[B,K,N]", {size("B", "batch"), M, N, K}},
                  [](const Params& p) {
-                   return ops::batch_matmul(get_int(p, "B"), get_int(p, "M"), get_int(p, "N"), get_int(p, "K"));
+                   return ops::batch_matmul(get_size(p, "B"), get_size(p, "M"), get_size(p, "N"), get_size(p, "K"));
                  }});
     e.push_back({{"dense", "Y[M,N] = X[M,K] W[N,K]^T (+ bias, activation)",
                   {M, N, K, choice("epilogue", {"none", "bias", "bias_relu", "bias_gelu"}, "fused epilogue")}},
@@ -92,7 +103,7 @@ const std::vector<Entry>& registry() {
                                        : ep == "bias_relu" ? ops::Epilogue::BiasRelu
                                        : ep == "bias_gelu" ? ops::Epilogue::BiasGelu
                                                            : ops::Epilogue::None;
-                   return ops::dense(get_int(p, "M"), get_int(p, "N"), get_int(p, "K"), epi);
+                   return ops::dense(get_size(p, "M"), get_size(p, "N"), get_size(p, "K"), epi);
                  }});
     auto conv = conv_params(true, true);
     conv.push_back(choice("layout", {"NHWC", "NCHW"}, "activation layout"));
@@ -113,26 +124,26 @@ const std::vector<Entry>& registry() {
                  }});
     auto MN = std::vector<ParamSpec>{M, N};
     e.push_back({{"softmax", "softmax over the last axis of X[M,N]", MN},
-                 [](const Params& p) { return ops::softmax(get_int(p, "M"), get_int(p, "N")); }});
+                 [](const Params& p) { return ops::softmax(get_size(p, "M"), get_size(p, "N")); }});
     e.push_back({{"layernorm", "layer normalisation over the last axis of X[M,N], eps 1e-5", MN},
-                 [](const Params& p) { return ops::layernorm(get_int(p, "M"), get_int(p, "N")); }});
+                 [](const Params& p) { return ops::layernorm(get_size(p, "M"), get_size(p, "N")); }});
     e.push_back({{"reduce", "Y[M] = reduction over the last axis of X[M,N]",
                   {M, N, choice("kind", {"sum", "max", "l2"}, "reduction")}},
                  [](const Params& p) {
                    const std::string& k = p.at("kind");
                    auto kind = k == "max" ? ops::ReduceKind::Max : k == "l2" ? ops::ReduceKind::L2 : ops::ReduceKind::Sum;
-                   return ops::reduce(get_int(p, "M"), get_int(p, "N"), kind);
+                   return ops::reduce(get_size(p, "M"), get_size(p, "N"), kind);
                  }});
     e.push_back({{"gelu", "Y = GELU(X), X[M,N] (exact, erf form)", MN},
-                 [](const Params& p) { return ops::gelu(get_int(p, "M"), get_int(p, "N")); }});
+                 [](const Params& p) { return ops::gelu(get_size(p, "M"), get_size(p, "N")); }});
     e.push_back({{"bias_add_relu", "Y = relu(X[M,N] + bias[N])", MN},
-                 [](const Params& p) { return ops::bias_add_relu(get_int(p, "M"), get_int(p, "N")); }});
+                 [](const Params& p) { return ops::bias_add_relu(get_size(p, "M"), get_size(p, "N")); }});
     e.push_back({{"bias_add_gelu", "Y = GELU(X[M,N] + bias[N])", MN},
-                 [](const Params& p) { return ops::bias_add_gelu(get_int(p, "M"), get_int(p, "N")); }});
+                 [](const Params& p) { return ops::bias_add_gelu(get_size(p, "M"), get_size(p, "N")); }});
     e.push_back({{"channel_affine_relu", "Y = relu(X[N,H,W,C] * scale[C] + shift[C]), NHWC",
                   {size("N", "batch"), size("H", "height"), size("W", "width"), size("C", "channels")}},
                  [](const Params& p) {
-                   return ops::channel_affine_relu(get_int(p, "N"), get_int(p, "H"), get_int(p, "W"), get_int(p, "C"));
+                   return ops::channel_affine_relu(get_size(p, "N"), get_size(p, "H"), get_size(p, "W"), get_size(p, "C"));
                  }});
     return e;
   }();
@@ -145,9 +156,16 @@ std::string known_names() {
   return s;
 }
 
-// Fills defaults and checks every parameter against its spec.
-Params validated(const OperatorInfo& info, const Params& given) {
+// Fills defaults and checks every parameter against its spec; the size
+// parameters named in `symbolic` become kSymbolic.
+Params validated(const OperatorInfo& info, const Params& given, const std::vector<std::string>& symbolic) {
   Params out;
+  for (const std::string& name : symbolic) {
+    bool is_size = false;
+    for (const ParamSpec& s : info.params) is_size |= s.name == name && s.kind == ParamKind::Int;
+    LOOM_USER_CHECK(is_size, "'", name, "' is not a size parameter of operator ", info.name);
+    LOOM_USER_CHECK(!given.count(name), "parameter ", name, " is given a value and declared symbolic");
+  }
   for (const auto& [key, value] : given) {
     bool known = false;
     for (const ParamSpec& s : info.params) known |= s.name == key;
@@ -158,6 +176,10 @@ Params validated(const OperatorInfo& info, const Params& given) {
     }
   }
   for (const ParamSpec& s : info.params) {
+    if (std::find(symbolic.begin(), symbolic.end(), s.name) != symbolic.end()) {
+      out[s.name] = kSymbolic;
+      continue;
+    }
     auto it = given.find(s.name);
     LOOM_USER_CHECK(it != given.end() || !s.default_value.empty(), "operator ", info.name,
                     ": missing parameter ", s.name, " (", s.doc, ")");
@@ -212,10 +234,12 @@ const std::vector<OperatorInfo>& list_operators() {
   return infos;
 }
 
-Operator make_operator(const std::string& name, const Params& params) {
+Operator make_operator(const std::string& name, const Params& params) { return make_operator(name, params, {}); }
+
+Operator make_operator(const std::string& name, const Params& params, const std::vector<std::string>& symbolic) {
   for (const Entry& e : registry()) {
     if (e.info.name != name) continue;
-    Params p = validated(e.info, params);
+    Params p = validated(e.info, params, symbolic);
     Operator op = e.build(p);
     op.params = p;
     check_tensor_sizes(op);

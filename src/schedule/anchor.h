@@ -48,6 +48,7 @@ struct AnchorInfo {
   std::vector<Var> axes;       // spatial axes, then reduction axes
   std::vector<Expr> extents;
   std::vector<int64_t> const_extent;  // -1 where symbolic
+  std::vector<int64_t> planned;       // what symbolic axes are planned at (the task's sizes), 0: unset
   int num_spatial = 0;
   bool is_reduction = false;
   ReduceOp reduce_op = ReduceOp::Sum;
@@ -60,7 +61,10 @@ struct AnchorInfo {
   int num_axes() const { return int(axes.size()); }
   bool is_reduce_axis(int a) const { return a >= num_spatial; }
   // The extent to plan with: constant, or a planning guess for symbolic axes.
-  int64_t plan_extent(int a) const { return const_extent[a] > 0 ? const_extent[a] : 256; }
+  int64_t plan_extent(int a) const {
+    return const_extent[a] > 0 ? const_extent[a] : planned.empty() ? kDefaultPlanExtent : planned[a];
+  }
+  static constexpr int64_t kDefaultPlanExtent = 256;
 };
 
 // Finds the anchor of `op` and analyses its accesses.

@@ -20,13 +20,19 @@ std::string workload_key(const Operator& op) {
   return key + " float32";
 }
 
-Task make_task(const Operator& op, const HwSpec& target, int threads, double weight) {
+Task make_task(const Operator& op, const HwSpec& target, int threads, double weight,
+               const std::vector<int64_t>& plan_sizes) {
   Task t;
   t.op = op;
-  t.anchor = std::make_shared<const AnchorInfo>(analyze_anchor(op));
+  AnchorInfo anchor = analyze_anchor(op);
+  if (!plan_sizes.empty()) {
+    const SizeBinding binding = bind_sizes(op, plan_sizes);
+    for (const Expr& e : anchor.extents) anchor.planned.push_back(eval_int(e, binding));
+  }
+  t.anchor = std::make_shared<const AnchorInfo>(std::move(anchor));
   t.target = target;
   t.threads = threads > 0 ? threads : std::max(1, target.kind == TargetKind::Cpu ? target.cpu.cores : 1);
-  t.plan_sizes.assign(op.size_vars.size(), kMeasureSize);
+  t.plan_sizes = plan_sizes.empty() ? std::vector<int64_t>(op.size_vars.size(), kMeasureSize) : plan_sizes;
   t.workload_key = workload_key(op);
   t.weight = weight;
   return t;

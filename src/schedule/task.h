@@ -32,8 +32,11 @@ struct Task {
   double flops() const;
 };
 
-// Builds the task; threads 0 means one per core of `target`.
-Task make_task(const Operator& op, const HwSpec& target, int threads, double weight = 1);
+// Builds the task; threads 0 means one per core of `target`. Symbolic sizes
+// are planned at `plan_sizes` (op.size_vars order) when given: the
+// dynamic-shape runtime constructs one kernel per bucket of sizes this way.
+Task make_task(const Operator& op, const HwSpec& target, int threads, double weight = 1,
+               const std::vector<int64_t>& plan_sizes = {});
 
 // "name k1=v1 k2=v2 ... float32": the operator's identity in records.
 std::string workload_key(const Operator& op);

@@ -40,10 +40,14 @@ std::string cache_directory() {
   if (dir.empty() && !environment("XDG_CACHE_HOME").empty()) dir = environment("XDG_CACHE_HOME") + "/loom";
   if (dir.empty() && !environment("HOME").empty()) dir = environment("HOME") + "/.cache/loom";
   if (dir.empty()) dir = "/tmp/loom-cache-" + std::to_string(getuid());
-  if (!make_directories(dir))
-    throw UserError("cache directory '" + dir + "' cannot be created (" + std::strerror(errno) +
-                    "); set LOOM_CACHE_DIR to a writable directory");
+  create_directories(dir, "cache directory");
   return dir;
+}
+
+void create_directories(const std::string& dir, const std::string& role) {
+  if (!make_directories(dir))
+    throw UserError(role + " '" + dir + "' cannot be created (" + std::strerror(errno) +
+                    "); set LOOM_CACHE_DIR to a writable directory");
 }
 
 std::string write_file_atomically(const std::string& path, const std::string& contents) {

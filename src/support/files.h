@@ -13,6 +13,9 @@ namespace loom {
 // directory when it cannot be.
 std::string cache_directory();
 
+// mkdir -p; UserError naming the `role` and the directory when it cannot be made.
+void create_directories(const std::string& dir, const std::string& role);
+
 // Writes `contents` to a temporary file beside `path`, flushes it to disk and
 // renames it over `path`: readers see the old file or the new one, never a
 // part. Returns an error message, empty on success.
