@@ -64,3 +64,15 @@ cli_test(hwspecs_show_arity 2 "takes one spec name or file" hwspecs show)
 add_test(NAME cli.huge_argument COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/huge_argument.sh $<TARGET_FILE:loom>)
 set_tests_properties(cli.huge_argument PROPERTIES LABELS cli)
 cli_test(beyond_memory 2 "matmul needs about [0-9]+ GiB .* but this process can get" run matmul M=65536 N=65536 K=65536)
+
+# `loom dynamic`: the JSON contract, bad input, and the kernel cache across processes.
+cli_test(dynamic_json 0 "\"background_compiles\".*\"calls\":\\[\\{\"call_ms\".*\"served_by\":\"generic\".*\"value\":7\\}.*\"cold_start_ms\".*\"compiles_on_critical_path\":1.*\"dim\":\"M\".*\"dispatch_ns\".*\"ok\":true.*\"per_value\":\\[\\{\"generic_ms\".*\"ratio\".*\"specialized_ms\".*\"static_ms\".*\"value\":7"
+         dynamic dense N=16 K=9 --dim=M --values=7,30,7 --threads=1 --repeats=1 --json --cache-dir=${CMAKE_CURRENT_BINARY_DIR}/dynamic_json_cache)
+cli_test(dynamic_no_dim 2 "--dim=NAME is required" dynamic matmul N=4 K=4 --values=3)
+cli_test(dynamic_bad_dim 2 "'Q' is not a size parameter of operator matmul" dynamic matmul N=4 K=4 --dim=Q --values=3)
+cli_test(dynamic_dim_given 2 "parameter M is given a value and declared symbolic" dynamic matmul M=2 N=4 K=4 --dim=M --values=3)
+cli_test(dynamic_conv 2 "cannot be symbolic" dynamic conv2d N=1 W=5 CI=2 CO=3 KH=3 KW=3 --dim=H --values=5)
+cli_test(dynamic_bad_value 2 "--values=0 is outside" dynamic matmul N=4 K=4 --dim=M --values=3,0)
+cli_test(dynamic_bad_cpu 2 "CPU 4000 is not one this process may run on" dynamic matmul N=4 K=4 --dim=M --values=3 --compile-cpus=4000)
+add_test(NAME cli.dynamic_cache COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/dynamic_cache.sh $<TARGET_FILE:loom>)
+set_tests_properties(cli.dynamic_cache PROPERTIES LABELS cli TIMEOUT 300)

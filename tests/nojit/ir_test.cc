@@ -1,4 +1,5 @@
 // Tensor-expression IR: construction, folding, printing and analyses.
+#include "ir/size_binding.h"
 #include "ir/analysis.h"
 #include "ir/expr_nodes.h"
 #include "test_util.h"
@@ -92,6 +93,38 @@ TEST(Analysis, ExpensiveMath) {
   te::Tensor A = te::placeholder({4}, "A");
   EXPECT_TRUE(has_expensive_math(exp(A(0)) + 1.0f));
   EXPECT_FALSE(has_expensive_math(max(A(0), 0.0f)));
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(SizeSubstitution, WithSizesMakesEveryShapeAndTheFlopsConstant) {
+  Operator op = make_operator("dense", {{"N", "12"}, {"K", "5"}, {"epilogue", "bias"}}, {"M"});
+  ASSERT_EQ(op.size_vars.size(), 1u);
+  EXPECT_EQ(op.params.at("M"), "?");
+  Operator fixed = with_sizes(op, {7});
+  EXPECT_TRUE(fixed.size_vars.empty());
+  EXPECT_EQ(fixed.params.at("M"), "7");
+  EXPECT_EQ(fixed.flops.as_const_int(), make_operator("dense", {{"M", "7"}, {"N", "12"}, {"K", "5"},
+                                                                {"epilogue", "bias"}}).flops.as_const_int());
+  for (const auto& t : fixed.outputs)
+    for (const Expr& d : t.shape()) EXPECT_TRUE(d.as_const_int().has_value()) << t.name();
+  EXPECT_EQ(structure_text(fixed),
+            structure_text(make_operator("dense", {{"M", "7"}, {"N", "12"}, {"K", "5"}, {"epilogue", "bias"}})));
+  EXPECT_NE(structure_text(with_sizes(op, {8})), structure_text(fixed));
+  EXPECT_NE(structure_text(op), structure_text(fixed));
+  EXPECT_THROW(with_sizes(op, {0}), UserError);
+  EXPECT_THROW(with_sizes(op, {1, 2}), UserError);
+}
+
+TEST(SizeSubstitution, StructureTextTellsOperatorsApart) {
+  EXPECT_EQ(structure_text(ops::softmax(4, 9)), structure_text(ops::softmax(4, 9)));
+  EXPECT_NE(structure_text(ops::softmax(4, 9)), structure_text(ops::layernorm(4, 9)));
+  EXPECT_NE(structure_text(ops::reduce(4, 9, ops::ReduceKind::Sum)),
+            structure_text(ops::reduce(4, 9, ops::ReduceKind::Max)));
 }
 
 }  // namespace
