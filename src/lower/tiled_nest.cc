@@ -201,17 +201,35 @@ class TiledNest {
   }
 
   // --- micro-kernel --------------------------------------------------
+  // A tile cut short by the edge of a spatial axis (a symbolic size, or an
+  // extent the register tile does not divide) keeps the fast body's vector
+  // and reduction structure when its vector axis is whole: only the short
+  // axes become loops bounded by their actual size. Otherwise (the vector
+  // axis itself is short) the scalar body runs.
   Stmt micro_kernel(const std::vector<Region>& r) {
-    std::vector<Expr> conds;
-    bool always_slow = false;
+    std::vector<Expr> full, vector_full;
+    bool never_full = false, vector_never_full = false;
     for (int a = 0; a < an_.num_spatial; ++a) {
       const int64_t R = s_.tile[reg_][a];
-      if (r[a].const_size) always_slow |= *r[a].const_size != R;
-      else conds.push_back(r[a].size == R);
+      const bool vector_axis = a == s_.vec_axis && s_.vec_width > 1;
+      if (r[a].const_size) {
+        never_full |= *r[a].const_size != R;
+        vector_never_full |= vector_axis && *r[a].const_size != R;
+      } else {
+        full.push_back(r[a].size == R);
+        if (vector_axis) vector_full.push_back(r[a].size == R);
+      }
     }
-    if (always_slow) return kernel_body(r, false);
-    if (conds.empty()) return kernel_body(r, true);
-    return make_if(and_all(conds), kernel_body(r, true), kernel_body(r, false));
+    Stmt partial = kernel_body(r, false);
+    if (!vector_never_full) {
+      short_rows_ = true;
+      Stmt rows = kernel_body(r, true);
+      short_rows_ = false;
+      partial = vector_full.empty() ? rows : make_if(and_all(vector_full), rows, partial);
+    }
+    if (never_full) return partial;
+    if (full.empty()) return kernel_body(r, true);
+    return make_if(and_all(full), kernel_body(r, true), partial);
   }
 
   struct Elements {
@@ -245,9 +263,10 @@ class TiledNest {
       }
       if (fast && R == 1) continue;
       Var v("e_" + name);
-      el.loops.emplace_back(v, fast ? make_int(R) : r[a].size, fast ? ForKind::Unrolled : ForKind::Serial, 1);
+      const bool bounded = !fast || (short_rows_ && !an_.is_reduce_axis(a));
+      el.loops.emplace_back(v, bounded ? r[a].size : make_int(R), bounded ? ForKind::Serial : ForKind::Unrolled, 1);
       el.e[a] = v;
-      ranges_[v.get()] = {make_int(0), fast ? make_int(R - 1) : r[a].size - 1};
+      ranges_[v.get()] = {make_int(0), bounded ? r[a].size - 1 : make_int(R - 1)};
     }
     return el;
   }
@@ -480,6 +499,7 @@ class TiledNest {
   // [lo, hi], for proving guards true over a whole register tile.
   std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> ranges_;
   std::vector<Expr>* interior_conds_ = nullptr;  // set while building the interior version
+  bool short_rows_ = false;  // building the fast body for a tile cut short on non-vector spatial axes
 };
 
 }  // namespace
