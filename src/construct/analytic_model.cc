@@ -276,6 +276,11 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   for (int i = 0; i < est.caches; ++i) core += std::pow(est.level_s[i], 6);
   core = std::pow(core, 1.0 / 6);
   est.seconds = (core + est.pack_s + est.penalty_s) / (threads * est.balance);
+  // Handing chunks to other threads and waiting for them costs the
+  // wake-up and the join: work smaller than a few times that stays on the
+  // calling thread (one parallel trip runs inline).
+  constexpr double kParallelLaunchSeconds = 5e-6;
+  if (outer_trips > 1 && threads > 1) est.seconds += kParallelLaunchSeconds;
   return est;
 }
 
