@@ -124,6 +124,7 @@ struct ModeResult {
   double total_ms = 0;
   double time_to_specialized_ms = -1;  // from the stream's start until every later call was specialized
   int critical_compiles = 0;
+  double miss_overhead_max_ms = 0;  // longest wait of a call on an unseen shape before its kernel ran
 };
 
 nlohmann::json summary(const ModeResult& r) {
@@ -134,7 +135,8 @@ nlohmann::json summary(const ModeResult& r) {
           {"p99_ms", percentile(r.call_ms, 99)},
           {"max_ms", percentile(r.call_ms, 100)},
           {"time_to_specialized_ms", r.time_to_specialized_ms},
-          {"compiles_on_critical_path", r.critical_compiles}};
+          {"compiles_on_critical_path", r.critical_compiles},
+          {"miss_overhead_max_ms", r.miss_overhead_max_ms}};
 }
 
 std::vector<int> other_cpus() {
@@ -179,7 +181,7 @@ ModeResult run_jit(const Stream& s, DataMap& data, const std::string& mode, cons
   jo.background = background;
   std::vector<loom::JitKernel> kernels;
   for (const StreamOp& o : s.ops) kernels.push_back(runtime.jit(o.op, jo));
-  ModeResult r{mode, {}, 0, -1, 0};
+  ModeResult r{mode, {}, 0, -1, 0, 0};
   on_caller_cpu([&] {
     const auto start = Clock::now();
     double last_unspecialized = 0;
@@ -199,6 +201,7 @@ ModeResult run_jit(const Stream& s, DataMap& data, const std::string& mode, cons
   for (auto& k : kernels) {
     k.wait_idle();
     r.critical_compiles += k.stats().compiles_on_critical_path;
+    r.miss_overhead_max_ms = std::max(r.miss_overhead_max_ms, k.stats().miss_overhead_max_ms);
   }
   if (kept) *kept = kernels;
   return r;
@@ -211,7 +214,7 @@ ModeResult run_static(const Stream& s, DataMap& data, std::map<std::pair<size_t,
     const StreamOp& o = s.ops[key.first];
     fixed[key] = loom::compile(loom::with_sizes(o.op, {o.size_of(key.second)}), co);
   }
-  ModeResult r{"static (compiled ahead, not counted)", {}, 0, 0, 0};
+  ModeResult r{"static (compiled ahead, not counted)", {}, 0, 0, 0, 0};
   on_caller_cpu([&] {
     const auto start = Clock::now();
     for (int64_t v : s.values) {
@@ -274,12 +277,12 @@ nlohmann::json compare_kernels(const Stream& s, DataMap& data, std::vector<loom:
 }
 
 void print_modes(const std::vector<ModeResult>& modes) {
-  std::printf("  %-40s %10s %9s %9s %9s %9s %12s %9s\n", "mode", "total ms", "p50", "p90", "p99", "max",
-              "to-special", "compiles");
+  std::printf("  %-40s %10s %9s %9s %9s %9s %12s %9s %9s\n", "mode", "total ms", "p50", "p90", "p99", "max",
+              "to-special", "compiles", "miss-ms");
   for (const ModeResult& m : modes)
-    std::printf("  %-40s %10.1f %9.2f %9.2f %9.2f %9.2f %12.1f %9d\n", m.mode.c_str(), m.total_ms,
+    std::printf("  %-40s %10.1f %9.2f %9.2f %9.2f %9.2f %12.1f %9d %9.3f\n", m.mode.c_str(), m.total_ms,
                 percentile(m.call_ms, 50), percentile(m.call_ms, 90), percentile(m.call_ms, 99),
-                percentile(m.call_ms, 100), m.time_to_specialized_ms, m.critical_compiles);
+                percentile(m.call_ms, 100), m.time_to_specialized_ms, m.critical_compiles, m.miss_overhead_max_ms);
 }
 
 nlohmann::json run_stream(const Stream& s, double budget_ms) {
@@ -313,6 +316,7 @@ nlohmann::json run_stream(const Stream& s, double budget_ms) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line when redirected
   std::string streams = "bert,gpt2", json_path;
   int passes = 3;
   double budget_ms = 150;

@@ -69,6 +69,9 @@ struct JitStats {
   int specialized_ready = 0;          // specialized kernels held now
   int evictions = 0;
   int failed = 0;                     // builds that failed (the shape keeps its generic kernel)
+  // The longest a call on an unseen shape spent before its kernel started
+  // (checks, disk-cache probe, queueing), compiles it waited for excluded.
+  double miss_overhead_max_ms = 0;
   std::vector<std::string> warnings;  // corrupt cache entries, failed builds
 };
 

@@ -162,6 +162,7 @@ int command_dynamic(const std::vector<std::string>& args) {
                         {"background_compiles", stats.background_compiles},
                         {"disk_loads", stats.disk_loads},
                         {"llvm_compiles", stats.llvm_compiles},
+                        {"miss_overhead_max_ms", stats.miss_overhead_max_ms},
                         {"per_value", per_value},
                         {"dispatch_ns", dispatch_ns},
                         {"cold_start_ms", cold_start_ms},

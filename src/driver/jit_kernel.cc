@@ -168,7 +168,8 @@ class JitKernelImpl : public std::enable_shared_from_this<JitKernelImpl> {
   ServedBy miss(const SizeKey& key, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs);
   BuiltCode build(const SizeKey& key, bool specialized, bool cache_only);
   CodeRef generic_for(const SizeKey& bucket) const;  // caller holds mutex
-  void ensure_first_generic(const SizeKey& bucket);
+  // Builds the first generic kernel when there is none; true when this call waited for LLVM.
+  bool ensure_first_generic(const SizeKey& bucket);
   void install_generic(const SizeKey& bucket, CodeRef code);
   void install_special(const SizeKey& key, CodeRef code);
   void queue_generic(const SizeKey& bucket);     // caller holds mutex exclusively
@@ -197,8 +198,9 @@ class JitKernelImpl : public std::enable_shared_from_this<JitKernelImpl> {
 
   std::atomic<uint64_t> clock{0};  // advances once per call: recency for eviction, and the call count
   std::atomic<int> critical{0}, background{0}, disk_loads{0}, llvm{0}, evictions{0}, failed{0};
-  mutable std::mutex warnings_mutex;
+  mutable std::mutex warnings_mutex;  // also guards miss_overhead_max_ms
   std::vector<std::string> warnings;
+  double miss_overhead_max_ms = 0;
 
   std::mutex pending_mutex;
   std::condition_variable pending_done;
@@ -262,6 +264,8 @@ ServedBy JitKernelImpl::run(const std::vector<Buffer>& inputs, const std::vector
 
 ServedBy JitKernelImpl::miss(const SizeKey& key, const std::vector<Buffer>& inputs,
                              const std::vector<Buffer>& outputs) {
+  const auto start = std::chrono::steady_clock::now();
+  bool waited_for_compile = false;
   // The full checks: a UserError naming the bad buffer, or the shapes to expect.
   SizeBinding binding = bind_sizes(op, inputs);
   check_output_shapes(op, outputs, binding);
@@ -278,12 +282,13 @@ ServedBy JitKernelImpl::miss(const SizeKey& key, const std::vector<Buffer>& inpu
   if (specialize_now) {
     BuiltCode built = build(key, true, /*cache_only=*/options.background);
     if (built.fn) {
+      waited_for_compile = !built.from_disk;
       if (!built.from_disk) critical.fetch_add(1);
       special = std::make_shared<Code>(Code{std::move(built.fn), built.schedule,
                                             built.from_disk ? ServedBy::Disk : ServedBy::Specialized});
     }
   }
-  if (!special) ensure_first_generic(bucket);
+  if (!special) waited_for_compile = ensure_first_generic(bucket);
 
   std::shared_ptr<ShapeEntry> e;
   {
@@ -305,6 +310,11 @@ ServedBy JitKernelImpl::miss(const SizeKey& key, const std::vector<Buffer>& inpu
     code = e->serving;
   }
   if (!e->special && e->hits.fetch_add(1) + 1 >= options.specialize_after) queue_special(key, *e);
+  if (!waited_for_compile) {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard<std::mutex> lock(warnings_mutex);
+    miss_overhead_max_ms = std::max(miss_overhead_max_ms, ms);
+  }
   call(*code, key, inputs, outputs);
   return code->kind;
 }
@@ -337,19 +347,20 @@ CodeRef JitKernelImpl::generic_for(const SizeKey& bucket) const {
   return nearest;
 }
 
-void JitKernelImpl::ensure_first_generic(const SizeKey& bucket) {
+bool JitKernelImpl::ensure_first_generic(const SizeKey& bucket) {
   {
     std::shared_lock<std::shared_mutex> lock(mutex);
-    if (!generic.empty()) return;
+    if (!generic.empty()) return false;
   }
   std::lock_guard<std::mutex> first(first_generic_mutex);
   {
     std::shared_lock<std::shared_mutex> lock(mutex);
-    if (!generic.empty()) return;
+    if (!generic.empty()) return true;  // another caller compiled it while this one waited
   }
   BuiltCode built = build(bucket, false, false);
   if (!built.from_disk) critical.fetch_add(1);
   install_generic(bucket, std::make_shared<Code>(Code{std::move(built.fn), built.schedule, ServedBy::Generic}));
+  return !built.from_disk;
 }
 
 void JitKernelImpl::install_generic(const SizeKey& bucket, CodeRef code) {
@@ -460,6 +471,7 @@ JitStats JitKernelImpl::stats() const {
   }
   std::lock_guard<std::mutex> lock(warnings_mutex);
   s.warnings = warnings;
+  s.miss_overhead_max_ms = miss_overhead_max_ms;
   return s;
 }
 

@@ -208,10 +208,12 @@ class TiledNest {
   // axis itself is short) the scalar body runs.
   Stmt micro_kernel(const std::vector<Region>& r) {
     std::vector<Expr> full, vector_full;
-    bool never_full = false, vector_never_full = false;
+    bool never_full = false, vector_never_full = false, rows_may_be_short = false;
     for (int a = 0; a < an_.num_spatial; ++a) {
       const int64_t R = s_.tile[reg_][a];
       const bool vector_axis = a == s_.vec_axis && s_.vec_width > 1;
+      const bool may_be_short = !r[a].const_size || *r[a].const_size != R;
+      rows_may_be_short |= !vector_axis && R > 1 && may_be_short;
       if (r[a].const_size) {
         never_full |= *r[a].const_size != R;
         vector_never_full |= vector_axis && *r[a].const_size != R;
@@ -221,7 +223,7 @@ class TiledNest {
       }
     }
     Stmt partial = kernel_body(r, false);
-    if (!vector_never_full) {
+    if (rows_may_be_short && !vector_never_full) {
       short_rows_ = true;
       Stmt rows = kernel_body(r, true);
       short_rows_ = false;

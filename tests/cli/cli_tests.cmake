@@ -66,8 +66,11 @@ set_tests_properties(cli.huge_argument PROPERTIES LABELS cli)
 cli_test(beyond_memory 2 "matmul needs about [0-9]+ GiB .* but this process can get" run matmul M=65536 N=65536 K=65536)
 
 # `loom dynamic`: the JSON contract, bad input, and the kernel cache across processes.
+add_test(NAME cli.dynamic_json_fresh_cache COMMAND ${CMAKE_COMMAND} -E rm -rf ${CMAKE_CURRENT_BINARY_DIR}/dynamic_json_cache)
+set_tests_properties(cli.dynamic_json_fresh_cache PROPERTIES LABELS cli FIXTURES_SETUP dynamic_json_cache)
 cli_test(dynamic_json 0 "\"background_compiles\".*\"calls\":\\[\\{\"call_ms\".*\"served_by\":\"generic\".*\"value\":7\\}.*\"cold_start_ms\".*\"compiles_on_critical_path\":1.*\"dim\":\"M\".*\"dispatch_ns\".*\"ok\":true.*\"per_value\":\\[\\{\"generic_ms\".*\"ratio\".*\"specialized_ms\".*\"static_ms\".*\"value\":7"
          dynamic dense N=16 K=9 --dim=M --values=7,30,7 --threads=1 --repeats=1 --json --cache-dir=${CMAKE_CURRENT_BINARY_DIR}/dynamic_json_cache)
+set_tests_properties(cli.dynamic_json PROPERTIES FIXTURES_REQUIRED dynamic_json_cache)
 cli_test(dynamic_no_dim 2 "--dim=NAME is required" dynamic matmul N=4 K=4 --values=3)
 cli_test(dynamic_bad_dim 2 "'Q' is not a size parameter of operator matmul" dynamic matmul N=4 K=4 --dim=Q --values=3)
 cli_test(dynamic_dim_given 2 "parameter M is given a value and declared symbolic" dynamic matmul M=2 N=4 K=4 --dim=M --values=3)
