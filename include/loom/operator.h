@@ -43,6 +43,21 @@ struct OperatorInfo {
 // Every operator the library can build, in a stable order.
 const std::vector<OperatorInfo>& list_operators();
 
+namespace te {
+// An Operator from tensors you declared (placeholders, computes): its
+// symbolic sizes are the Vars of the inputs' shapes and its flop count is
+// derived from the compute definitions. UserError, naming your tensor or
+// variable, when: there are no outputs; an output is a placeholder; a tensor
+// read is not among `inputs`; a size Var is not itself a dimension of some
+// input (no call could bind it); a compute uses a variable that is none of
+// its axes, reduction axes or sizes; a dimension is empty; or a read may
+// fall outside its tensor (interval analysis over the loop domain; a read
+// inside te::if_then_else(cond, read, other) is checked only where `cond`
+// holds, so guard or pad reads near edges).
+Operator build_operator(const std::string& name, const std::vector<Tensor>& inputs,
+                        const std::vector<Tensor>& outputs);
+}  // namespace te
+
 // Builds an operator from string parameters ("M" -> "1024"). Throws UserError
 // for an unknown operator or parameter, a missing, non-numeric or
 // non-positive size, an unknown choice, or shapes that do not compose.

@@ -57,6 +57,10 @@ Tensor placeholder(std::vector<Expr> shape, const std::string& name,
 using ComputeBody = std::function<Expr(const std::vector<Var>& axes)>;
 Tensor compute(std::vector<Expr> shape, const ComputeBody& body, const std::string& name);
 
+// `then_value` where `cond` holds, else `else_value`; reads in `then_value`
+// are bounds-checked only where `cond` holds (a guarded read).
+Expr if_then_else(Expr cond, Expr then_value, Expr else_value);
+
 Expr sum(Expr source, std::vector<IterVar> axes);
 Expr max(Expr source, std::vector<IterVar> axes);
 Expr min(Expr source, std::vector<IterVar> axes);

@@ -40,6 +40,10 @@ struct RunSettings {
 RunOutcome run_operator(const std::string& name, const std::map<std::string, std::string>& params,
                         const RunSettings& settings);
 
+// The whole command line (arguments after the program name): usage, errors
+// as messages and exit codes (0 ok, 1 a wrong result, 2 bad input, 3 a bug).
+int run_command_line(std::vector<std::string> args);
+
 int command_ops(const std::vector<std::string>& args);
 int command_run(const std::vector<std::string>& args);
 int command_workload(const std::vector<std::string>& args);

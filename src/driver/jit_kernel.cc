@@ -324,7 +324,10 @@ BuiltCode JitKernelImpl::build(const SizeKey& key, bool specialized, bool cache_
   const Operator concrete = specialized ? with_sizes(op, sizes) : Operator();
   BuildRequest r;
   r.op = specialized ? &concrete : &op;
-  if (!specialized) r.plan_sizes = sizes;
+  // A bucket (hi/2, hi] is planned at 3/4 of hi, a typical size in it: planned at hi, construction would
+  // take the exact fit (e.g. vectors along the symbolic axis) that every other size in the bucket misses.
+  if (!specialized)
+    for (int64_t hi : sizes) r.plan_sizes.push_back(std::max<int64_t>(1, (3 * hi + 3) / 4));
   r.options = &options.compile;
   r.target = target;
   r.threads = threads;

@@ -15,10 +15,6 @@
 #include "loom/hwspec.h"
 #include "support/files.h"
 
-#ifndef LOOM_HWSPEC_DIR
-#error "LOOM_HWSPEC_DIR must name the bundled hwspecs/ folder"
-#endif
-
 namespace loom {
 
 HwSpec load_hwspec_file(const std::string& path);  // hwspec_yaml.cc
@@ -62,7 +58,7 @@ int count_cpus_in_list(const std::string& list) {  // "0-3,8"
 
 std::vector<std::string> bundled_hwspec_names() {
   std::vector<std::string> names{"host"};
-  if (DIR* d = opendir(LOOM_HWSPEC_DIR)) {
+  if (DIR* d = opendir(hwspec_directory().c_str())) {
     while (dirent* e = readdir(d)) {
       std::string f = e->d_name;
       if (f.size() > 5 && f.substr(f.size() - 5) == ".yaml") names.push_back(f.substr(0, f.size() - 5));
@@ -76,7 +72,10 @@ std::vector<std::string> bundled_hwspec_names() {
 HwSpec load_hwspec(const std::string& name_or_path) {
   if (name_or_path.empty() || name_or_path == "host") return detect_host_cpu();
   if (is_file(name_or_path)) return load_hwspec_file(name_or_path);
-  std::string bundled = std::string(LOOM_HWSPEC_DIR) + "/" + name_or_path + ".yaml";
+  const std::string dir = hwspec_directory();
+  LOOM_USER_CHECK(!dir.empty() || name_or_path.find('/') != std::string::npos, "hwspec '", name_or_path,
+                  "': the bundled hwspecs were not found (share/loom/hwspecs beside the library); set LOOM_HWSPEC_DIR");
+  std::string bundled = dir + "/" + name_or_path + ".yaml";
   if (is_file(bundled)) return load_hwspec_file(bundled);
   struct stat st;
   if (stat(name_or_path.c_str(), &st) == 0)

@@ -73,6 +73,10 @@ Tensor compute(std::vector<Expr> shape, const ComputeBody& body, const std::stri
   return Tensor(node);
 }
 
+Expr if_then_else(Expr cond, Expr then_value, Expr else_value) {
+  return select(std::move(cond), std::move(then_value), std::move(else_value));
+}
+
 Expr sum(Expr source, std::vector<IterVar> axes) { return make_reduce(ReduceOp::Sum, std::move(source), std::move(axes)); }
 Expr max(Expr source, std::vector<IterVar> axes) { return make_reduce(ReduceOp::Max, std::move(source), std::move(axes)); }
 Expr min(Expr source, std::vector<IterVar> axes) { return make_reduce(ReduceOp::Min, std::move(source), std::move(axes)); }

@@ -66,13 +66,6 @@ Reason reorder(StateData& s, const Step& st, const AnchorInfo&, const HwSpec&) {
   return {};
 }
 
-// Whether some axis of constant extent could carry the vector.
-bool has_constant_vector_axis(const AnchorInfo& anchor) {
-  for (int a = 0; a < anchor.num_axes(); ++a)
-    if (anchor.const_extent[a] > 0 && (!anchor.is_reduce_axis(a) || anchor.is_reduction)) return true;
-  return false;
-}
-
 Reason vectorize(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
   const int axis = st.a, width = st.b;
   if (target.kind != TargetKind::Cpu) return {"vectorization is a CPU primitive"};
@@ -87,9 +80,6 @@ Reason vectorize(StateData& s, const Step& st, const AnchorInfo& anchor, const H
   if (width < 2 || (width & (width - 1)) || width > target.cpu.fp32_lanes())
     return {"vector width {value} is not a power of two up to {limit} lanes", width, target.cpu.fp32_lanes()};
   if (anchor.is_reduce_axis(axis) && !anchor.is_reduction) return {"not a reduction"};
-  if (anchor.const_extent[axis] < 0 && has_constant_vector_axis(anchor))
-    return {"axis {value} has a symbolic extent (vectors along it run short for most sizes) and another axis is "
-            "constant", axis};
   if (s.vec_axis >= 0 && anchor.is_reduce_axis(s.vec_axis)) s.tile[s.reg_level()][s.vec_axis] = 1;
   s.vec_axis = axis;
   s.vec_width = width;

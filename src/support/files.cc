@@ -1,5 +1,6 @@
 #include "support/files.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,6 +49,22 @@ void create_directories(const std::string& dir, const std::string& role) {
   if (!make_directories(dir))
     throw UserError(role + " '" + dir + "' cannot be created (" + std::strerror(errno) +
                     "); set LOOM_CACHE_DIR to a writable directory");
+}
+
+std::string hwspec_directory() {
+  auto is_dir = [](const std::string& d) {
+    struct stat st;
+    return stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  std::string dir = environment("LOOM_HWSPEC_DIR");
+  if (!dir.empty()) return dir;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&hwspec_directory), &info) == 0 || !info.dli_fname) return "";
+  std::string here = info.dli_fname;
+  here = here.find('/') == std::string::npos ? "." : here.substr(0, here.rfind('/'));
+  for (const char* relative : {"/../share/loom/hwspecs", "/share/loom/hwspecs"})
+    if (is_dir(here + relative)) return here + relative;
+  return "";
 }
 
 std::string write_file_atomically(const std::string& path, const std::string& contents) {

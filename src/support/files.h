@@ -13,6 +13,11 @@ namespace loom {
 // directory when it cannot be.
 std::string cache_directory();
 
+// The bundled hwspecs: $LOOM_HWSPEC_DIR, else share/loom/hwspecs beside or
+// above the file that holds this code (the installed or built library, or
+// an executable linking it statically). Empty when none exists.
+std::string hwspec_directory();
+
 // mkdir -p; UserError naming the `role` and the directory when it cannot be made.
 void create_directories(const std::string& dir, const std::string& role);
 

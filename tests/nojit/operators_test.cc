@@ -3,6 +3,7 @@
 // with itself), plus parameter validation.
 #include <cmath>
 
+#include "ir/size_binding.h"
 #include "test_util.h"
 
 namespace loom {
@@ -242,6 +243,51 @@ TEST(Operators, ShapesThatDoNotCompose) {
   EXPECT_USER_ERROR(make_operator("pool2d", {{"N", "1"}, {"H", "8"}, {"W", "8"}, {"C", "1"}, {"KH", "2"}, {"KW", "2"},
                                              {"pad", "2"}}),
                     "pad=2 must be at most half the window");
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+using te::compute;
+using te::placeholder;
+
+TEST(BuildOperator, DerivesSizesAndFlopsFromTheDefinitions) {
+  Var M("M");
+  te::Tensor A = placeholder({M, 8}, "A"), B = placeholder({8, 5}, "B");
+  te::IterVar k = te::reduce_axis(8, "k");
+  te::Tensor C = compute({M, 5}, [&](const std::vector<Var>& i) { return te::sum(A(i[0], k.var) * B(k.var, i[1]), {k}); },
+                         "C");
+  Operator op = te::build_operator("mm", {A, B}, {C});
+  ASSERT_EQ(op.size_vars.size(), 1u);
+  EXPECT_EQ(op.size_vars[0].name(), "M");
+  // 5 M outputs, each 8 multiply-adds: 2 * 8 * 5 * M at M = 3.
+  EXPECT_EQ(eval_int(op.flops, bind_sizes(op, std::vector<int64_t>{3})), 2 * 8 * 5 * 3);
+}
+
+TEST(BuildOperator, MistakesAreUserErrorsNamingTheTensorOrVariable) {
+  Var M("M"), L("L");
+  te::Tensor X = placeholder({M, 4}, "X");
+  auto shifted = [&](int64_t by) {
+    return compute({M, 4}, [&](const std::vector<Var>& i) { return X(i[0] + by, i[1]); }, "Y");
+  };
+  EXPECT_USER_ERROR(te::build_operator("shift", {X}, {shifted(1)}), "may read 'X' out of bounds: dimension 0");
+  te::Tensor far = compute({M, 4}, [&](const std::vector<Var>& i) { return X(i[0] * 1000000, i[1]); }, "Far");
+  EXPECT_USER_ERROR(te::build_operator("far", {X}, {far}), "compute 'Far' may read 'X' out of bounds");
+  // Guarded, the same read is fine.
+  te::Tensor guarded = compute({M, 4}, [&](const std::vector<Var>& i) {
+    return te::if_then_else(i[0] + 1 < M, X(i[0] + 1, i[1]), Expr(0.0f));
+  }, "G");
+  EXPECT_NO_THROW(te::build_operator("guarded", {X}, {guarded}));
+  te::Tensor unbound = compute({L, 4}, [&](const std::vector<Var>& i) { return X(0, i[1]); }, "U");
+  EXPECT_USER_ERROR(te::build_operator("unbound", {X}, {unbound}), "size 'L' used by 'U' is not a dimension");
+  EXPECT_USER_ERROR(te::build_operator("none", {X}, {}), "operator 'none' has no outputs");
+  te::Tensor W = placeholder({4}, "W");
+  te::Tensor uses_w = compute({M, 4}, [&](const std::vector<Var>& i) { return X(i[0], i[1]) * W(i[1]); }, "Z");
+  EXPECT_USER_ERROR(te::build_operator("missing", {X}, {uses_w}), "tensor 'W' is read but is not among the inputs");
+  EXPECT_USER_ERROR(te::build_operator("placeholder_out", {X}, {X}), "output 'X' is a placeholder");
 }
 
 }  // namespace
