@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package loom needs to build, test and benchmark
-# (clang-16 and its runtime libraries: the sanitizer tier and libFuzzer).
+# (clang-16 and its runtime libraries: the sanitizer tier and libFuzzer;
+# Python 3 with venv and headers: the Python package, whose own build
+# dependencies, nanobind and scikit-build-core, pip fetches from PyPI).
 # Idempotent and non-interactive: packages already present are skipped.
 set -euo pipefail
 
@@ -11,6 +13,7 @@ packages=(
   nlohmann-json3-dev libxgboost-dev
   libdnnl-dev libopenblas-dev
   clang-16 libclang-rt-16-dev
+  python3 python3-dev python3-venv python3-pip
 )
 
 missing=()

@@ -14,6 +14,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "driver/buffer_call.h"
 #include "driver/cached_build.h"
 #include "driver/compile_schedule.h"
 #include "driver/target.h"
@@ -96,7 +97,7 @@ struct Code {
 using CodeRef = std::shared_ptr<const Code>;
 
 struct ShapeEntry {
-  std::vector<std::vector<int64_t>> shapes;  // expected: inputs, then outputs
+  ExpectedBuffers buffers;                   // what calls of this shape pass
   CodeRef serving;                           // specialized when ready, else a generic kernel
   bool special = false;                      // serving is this shape's own kernel
   std::atomic<int64_t> hits{0};
@@ -124,8 +125,6 @@ class JitKernelImpl : public std::enable_shared_from_this<JitKernelImpl> {
     target = resolve_target(options.compile.target);
     pool = &ThreadPool::with_threads(threads);
     for (const Var& v : op.size_vars) size_source.push_back(find_source(v));
-    for (const auto& t : op.inputs) dtypes.push_back(t.dtype());
-    for (const auto& t : op.outputs) dtypes.push_back(t.dtype());
   }
 
   ServedBy run(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs);
@@ -164,7 +163,6 @@ class JitKernelImpl : public std::enable_shared_from_this<JitKernelImpl> {
     }
     return true;
   }
-  bool buffers_match(const ShapeEntry& e, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) const;
   ServedBy miss(const SizeKey& key, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs);
   BuiltCode build(const SizeKey& key, bool specialized, bool cache_only);
   CodeRef generic_for(const SizeKey& bucket) const;  // caller holds mutex
@@ -188,7 +186,6 @@ class JitKernelImpl : public std::enable_shared_from_this<JitKernelImpl> {
   HwSpec target;
   ThreadPool* pool = nullptr;
   std::vector<std::pair<size_t, size_t>> size_source;  // (input, dim) each size is read from
-  std::vector<DType> dtypes;                            // inputs, then outputs
 
   mutable std::shared_mutex mutex;  // guards the maps and every entry's serving/special
   std::unordered_map<SizeKey, std::shared_ptr<ShapeEntry>, SizeKeyHash> shapes;
@@ -207,34 +204,9 @@ class JitKernelImpl : public std::enable_shared_from_this<JitKernelImpl> {
   int pending = 0;
 };
 
-bool JitKernelImpl::buffers_match(const ShapeEntry& e, const std::vector<Buffer>& inputs,
-                                  const std::vector<Buffer>& outputs) const {
-  if (outputs.size() != op.outputs.size()) return false;
-  auto ok = [&](const Buffer& b, size_t i) {
-    return b.data() != nullptr && b.shape() == e.shapes[i] && b.dtype() == dtypes[i] && b.is_contiguous();
-  };
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (!ok(inputs[i], i)) return false;
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (!ok(outputs[i], inputs.size() + i)) return false;
-  return true;
-}
-
 void JitKernelImpl::call(const Code& code, const SizeKey& key, const std::vector<Buffer>& inputs,
                          const std::vector<Buffer>& outputs) const {
-  constexpr size_t kInline = 16;
-  void* inline_args[kInline];
-  std::vector<void*> heap_args;
-  const size_t n = inputs.size() + outputs.size();
-  void** args = inline_args;
-  if (n > kInline) {
-    heap_args.resize(n);
-    args = heap_args.data();
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) args[i] = inputs[i].data();
-  for (size_t i = 0; i < outputs.size(); ++i) args[inputs.size() + i] = outputs[i].data();
-  ScopedPool scope(*pool);
-  code.fn->call(args, key.v.data());
+  call_on_buffers(*code.fn, *pool, inputs, outputs, key.v.data());
 }
 
 ServedBy JitKernelImpl::run(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
@@ -246,7 +218,7 @@ ServedBy JitKernelImpl::run(const std::vector<Buffer>& inputs, const std::vector
   {
     std::shared_lock<std::shared_mutex> lock(mutex);
     auto it = shapes.find(key);
-    if (it == shapes.end() || !buffers_match(*it->second, inputs, outputs)) {
+    if (it == shapes.end() || !it->second->buffers.match(inputs, outputs)) {
       lock.unlock();
       return miss(key, inputs, outputs);  // builds the entry, or reports the bad buffer
     }
@@ -271,8 +243,7 @@ ServedBy JitKernelImpl::miss(const SizeKey& key, const std::vector<Buffer>& inpu
   check_output_shapes(op, outputs, binding);
   check_no_output_aliasing(inputs, outputs);
   auto entry = std::make_shared<ShapeEntry>();
-  for (const auto& t : op.inputs) entry->shapes.push_back(eval_shape(t.shape(), binding));
-  for (const auto& t : op.outputs) entry->shapes.push_back(eval_shape(t.shape(), binding));
+  entry->buffers = ExpectedBuffers::of(op, binding);
   const SizeKey bucket = bucket_of(key);
   const bool specialize_now = options.specialize_after <= 1 && options.max_specialized > 0;
 

@@ -1,5 +1,6 @@
 #include "ir/size_binding.h"
 
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <unordered_set>
@@ -185,6 +186,30 @@ std::string structure_text(const Operator& op) {
   for (const te::Tensor& t : op.outputs) structure_of(t, seen, out);
   for (const Var& v : op.size_vars) out += "size " + v.name() + "\n";
   return out;
+}
+
+void check_operator_sizes(const Operator& op) {
+  LOOM_USER_CHECK(!op.outputs.empty(), "operator '", op.name, "' has no outputs");
+  std::unordered_set<const ExprNode*> listed;
+  for (const Var& v : op.size_vars) listed.insert(v.get());
+  std::unordered_set<const TensorNode*> seen;
+  std::function<void(const te::Tensor&)> check = [&](const te::Tensor& t) {
+    if (!seen.insert(t.get()).second) return;
+    for (const Expr& d : t.shape())
+      visit(d, [&](const Expr& e) {
+        LOOM_USER_CHECK(e.get()->kind != ExprKind::Var || listed.count(e.get()), "operator '", op.name, "': size '",
+                        e.str(), "' in the shape of tensor '", t.name(),
+                        "' is not among its size_vars (te::build_operator derives them)");
+        return true;
+      });
+    if (!t.is_placeholder())
+      visit(t.get()->body, [&](const Expr& e) {
+        if (auto* r = e.get()->as<TensorReadNode>()) check(r->tensor);
+        return true;
+      });
+  };
+  for (const te::Tensor& t : op.inputs) check(t);
+  for (const te::Tensor& t : op.outputs) check(t);
 }
 
 void check_no_output_aliasing(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {

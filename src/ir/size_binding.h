@@ -47,6 +47,11 @@ Operator with_sizes(const Operator& op, const std::vector<int64_t>& values);
 // compiled code by it.
 std::string structure_text(const Operator& op);
 
+// For operators assembled by hand: UserError when there are no outputs, or
+// a Var in some tensor's shape is not among op.size_vars (te::build_operator
+// derives them; see loom/operator.h).
+void check_operator_sizes(const Operator& op);
+
 // Generated code assumes outputs alias nothing (its buffers are noalias):
 // UserError naming the pair when an output overlaps an input or another output.
 void check_no_output_aliasing(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs);

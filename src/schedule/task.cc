@@ -22,6 +22,7 @@ std::string workload_key(const Operator& op) {
 
 Task make_task(const Operator& op, const HwSpec& target, int threads, double weight,
                const std::vector<int64_t>& plan_sizes) {
+  check_operator_sizes(op);
   Task t;
   t.op = op;
   AnchorInfo anchor = analyze_anchor(op);

@@ -60,3 +60,24 @@ TEST(RunErrors, UncompiledKernel) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(HandBuiltOperators, AnUnlistedSizeOrNoOutputIsAUserError) {
+  Var M("M"), L("L");
+  te::Tensor X = te::placeholder({M, 4}, "X");
+  te::Tensor Y = te::compute({M, 4}, [&](const std::vector<Var>& i) { return X(i[0], i[1]) * 2.0f; }, "Y");
+  Operator op;
+  op.name = "by_hand";
+  op.inputs = {X};
+  op.outputs = {Y};
+  op.flops = Expr(0);
+  EXPECT_USER_ERROR(compile(op), "size 'M' in the shape of tensor 'X' is not among its size_vars");
+  op.outputs.clear();
+  op.size_vars = {M};
+  EXPECT_USER_ERROR(compile(op), "operator 'by_hand' has no outputs");
+}
+
+}  // namespace
+}  // namespace loom
