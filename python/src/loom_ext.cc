@@ -77,6 +77,15 @@ nb::object call_kernel(const Operator& op, const std::vector<AnyArray>& inputs, 
   return nb::tuple(results);
 }
 
+// k(*inputs, out=None) for Kernel and JitKernel.
+template <typename K>
+nb::object call(const K& k, nb::args args, std::optional<std::vector<AnyArray>> out) {
+  std::vector<AnyArray> inputs;
+  for (nb::handle h : args) inputs.push_back(nb::cast<AnyArray>(h));
+  return call_kernel(k.op(), inputs, out.value_or(std::vector<AnyArray>{}),
+                     [&](const std::vector<Buffer>& in, const std::vector<Buffer>& o) { k.run(in, o); });
+}
+
 Expr to_expr(nb::handle h) {
   if (nb::isinstance<Expr>(h)) return nb::cast<Expr>(h);
   if (nb::isinstance<te::IterVar>(h)) return nb::cast<te::IterVar>(h).var;
@@ -246,12 +255,7 @@ void bind_kernels(nb::module_& m) {
       .def_ro("from_records", &CompileReport::from_records)
       .def_ro("note", &CompileReport::note);
   nb::class_<Kernel>(m, "Kernel", "A compiled kernel: call it on arrays.")
-      .def("__call__", [](const Kernel& k, nb::args args, std::optional<std::vector<AnyArray>> out) {
-        std::vector<AnyArray> inputs;
-        for (nb::handle h : args) inputs.push_back(nb::cast<AnyArray>(h));
-        return call_kernel(k.op(), inputs, out.value_or(std::vector<AnyArray>{}),
-                           [&](const std::vector<Buffer>& in, const std::vector<Buffer>& o) { k.run(in, o); });
-      }, "args"_a, nb::kw_only(), "out"_a = nb::none())
+      .def("__call__", &call<Kernel>, "args"_a, nb::kw_only(), "out"_a = nb::none())
       .def_prop_ro("op", &Kernel::op)
       .def_prop_ro("report", &Kernel::report)
       .def_prop_ro("llvm_ir", &Kernel::llvm_ir);
@@ -264,12 +268,7 @@ void bind_kernels(nb::module_& m) {
         "records"_a = "");
 
   nb::class_<JitKernel>(m, "JitKernel", "A dynamic-shape kernel: call it on arrays of any bound sizes.")
-      .def("__call__", [](const JitKernel& k, nb::args args, std::optional<std::vector<AnyArray>> out) {
-        std::vector<AnyArray> inputs;
-        for (nb::handle h : args) inputs.push_back(nb::cast<AnyArray>(h));
-        return call_kernel(k.op(), inputs, out.value_or(std::vector<AnyArray>{}),
-                           [&](const std::vector<Buffer>& in, const std::vector<Buffer>& o) { k.run(in, o); });
-      }, "args"_a, nb::kw_only(), "out"_a = nb::none())
+      .def("__call__", &call<JitKernel>, "args"_a, nb::kw_only(), "out"_a = nb::none())
       .def("run", [](const JitKernel& k, const std::vector<AnyArray>& inputs, const std::vector<AnyArray>& outputs) {
         std::vector<Buffer> in = borrow_all(inputs, "input"), o = borrow_all(outputs, "output");
         nb::gil_scoped_release release;

@@ -71,7 +71,15 @@ int64_t Buffer::numel() const {
   return n;
 }
 
-bool Buffer::is_contiguous() const { return strides_ == row_major_strides(shape_); }
+bool Buffer::is_contiguous() const {  // without allocating: it is on every kernel call's path
+  if (strides_.size() != shape_.size()) return false;
+  int64_t expected = 1;
+  for (size_t d = shape_.size(); d-- > 0;) {
+    if (strides_[d] != expected) return false;
+    expected *= shape_[d];
+  }
+  return true;
+}
 
 std::string Buffer::shape_str() const {
   std::ostringstream os;
