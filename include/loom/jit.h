@@ -45,6 +45,8 @@ struct RuntimeOptions {
   std::vector<int> compile_cpus;
   bool disk_cache = true;
   std::string cache_dir;  // empty: $LOOM_CACHE_DIR, else the user's cache home (see README)
+  // The kernel cache's size bound: beyond it the least recently used entries go, [1, 1048576].
+  int64_t cache_max_mb = 1024;
 };
 
 struct JitOptions {

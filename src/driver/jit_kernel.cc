@@ -43,9 +43,11 @@ class RuntimeImpl {
     LOOM_USER_CHECK(o.compile_threads >= 1 && o.compile_threads <= kMaxCompileThreads, "compile_threads=",
                     o.compile_threads, " is outside [1, ", kMaxCompileThreads, "]");
     check_cpus_usable(o.compile_cpus, "compile_cpus");
+    LOOM_USER_CHECK(o.cache_max_mb >= 1 && o.cache_max_mb <= (int64_t(1) << 20), "cache_max_mb=", o.cache_max_mb,
+                    " is outside [1, 1048576]");
     if (o.disk_cache) {
       cache_dir = o.cache_dir.empty() ? cache_directory() : o.cache_dir;
-      cache = std::make_unique<KernelCache>(cache_dir);
+      cache = std::make_unique<KernelCache>(cache_dir, o.cache_max_mb << 20);
     }
     queue = std::make_unique<CompileQueue>(o.compile_threads, o.compile_cpus);
   }

@@ -1,5 +1,13 @@
 #include "runtime/kernel_cache.h"
 
+#include <sys/stat.h>
+#include <utime.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "loom/error.h"
 #include "support/files.h"
 
 namespace loom {
@@ -8,7 +16,9 @@ namespace {
 constexpr const char* kMagic = "loom kernel cache 1\n";
 }
 
-KernelCache::KernelCache(const std::string& directory) : directory_(directory + "/kernels") {
+KernelCache::KernelCache(const std::string& directory, int64_t max_bytes)
+    : directory_(directory + "/kernels"), max_bytes_(max_bytes) {
+  LOOM_USER_CHECK(max_bytes > 0, "kernel cache size limit ", max_bytes, " bytes must be positive");
   create_directories(directory_, "kernel cache directory");
 }
 
@@ -30,12 +40,42 @@ std::optional<std::string> KernelCache::load(const std::string& key, std::string
       warning = "kernel cache entry '" + path + "' is not in loom's format; rebuilding it";
     return std::nullopt;
   }
+  utime(path.c_str(), nullptr);  // recently used: trimmed last
   return body->substr(header.size());
 }
 
 std::string KernelCache::store(const std::string& key, const std::string& value) const {
   const std::string body = std::string(kMagic) + std::to_string(key.size()) + "\n" + key + value;
-  return write_file_atomically(path_for(key), with_checksum_line(body));
+  std::string error = write_file_atomically(path_for(key), with_checksum_line(body));
+  if (error.empty()) trim();
+  return error;
+}
+
+void KernelCache::trim() const {
+  namespace fs = std::filesystem;
+  struct Entry {
+    fs::file_time_type used;
+    int64_t bytes;
+    fs::path path;
+  };
+  std::vector<Entry> entries;
+  int64_t total = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(directory_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".bin") continue;
+    std::error_code e1, e2;
+    const auto bytes = it->file_size(e1);
+    const auto used = it->last_write_time(e2);
+    if (e1 || e2) continue;  // removed meanwhile by another process
+    entries.push_back({used, int64_t(bytes), it->path()});
+    total += int64_t(bytes);
+  }
+  if (total <= max_bytes_) return;
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  for (const Entry& e : entries) {
+    if (total <= max_bytes_ / 4 * 3) break;
+    if (fs::remove(e.path, ec)) total -= e.bytes;
+  }
 }
 
 }  // namespace loom

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "runtime/kernel_cache.h"
 #include "runtime/thread_pool.h"
 #include "test_util.h"
 
@@ -318,6 +319,39 @@ TEST(ThreadPool, SizedFromTheAffinityMask) {
   EXPECT_EQ(under_one, 1);
   EXPECT_EQ(pool, 1);
   EXPECT_EQ(usable_cpus(), CPU_COUNT(&saved));
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(KernelCacheBound, LeastRecentlyUsedEntriesGoBeyondTheLimit) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("loom-cache-bound-" + std::to_string(getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  KernelCache cache(dir, 10000);
+  const std::string value(3000, 'x');
+  std::string warning;
+  ASSERT_EQ(cache.store("a", value), "");
+  ASSERT_EQ(cache.store("b", value), "");
+  ASSERT_EQ(cache.store("c", value), "");
+  // Age the entries (file times are coarse: set them), then use "a".
+  std::filesystem::last_write_time(cache.path_for("a"), std::filesystem::file_time_type::clock::now() -
+                                                            std::chrono::hours(2));
+  std::filesystem::last_write_time(cache.path_for("b"), std::filesystem::file_time_type::clock::now() -
+                                                            std::chrono::hours(1));
+  std::filesystem::last_write_time(cache.path_for("c"), std::filesystem::file_time_type::clock::now() -
+                                                            std::chrono::minutes(30));
+  ASSERT_TRUE(cache.load("a", warning).has_value());  // refreshed: now the most recently used
+  ASSERT_EQ(cache.store("d", value), "");  // 4 x ~3 KB > 10 KB: trimmed to 7.5 KB, b and c go
+  EXPECT_TRUE(cache.load("a", warning).has_value());
+  EXPECT_FALSE(cache.load("b", warning).has_value());
+  EXPECT_FALSE(cache.load("c", warning).has_value());
+  EXPECT_TRUE(cache.load("d", warning).has_value());
+  EXPECT_TRUE(warning.empty()) << warning;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
