@@ -9,9 +9,9 @@
 // run() finds the bound sizes in a hash table:
 //  - a shape whose specialized kernel is ready runs that kernel directly;
 //  - any other shape runs at once on a shape-generic kernel: the one of its
-//    bucket (every symbolic size rounded up to a power of two; constructed
-//    for that planning size), or while that one is being compiled any other
-//    generic kernel of the operator. Only the very first call of a JitKernel
+//    bucket (every symbolic size rounded up to a power of two, hi; the
+//    kernel is constructed for a typical size of (hi/2, hi], 3/4 of hi),
+//    or while that one is being compiled the nearest other generic kernel. Only the very first call of a JitKernel
 //    waits for a compile (its first generic kernel).
 // A miss queues work on the Runtime's background compile threads: the
 // bucket's generic kernel, and once the shape has been called
