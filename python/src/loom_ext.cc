@@ -163,7 +163,8 @@ void bind_tensors(nb::module_& m) {
   nb::class_<te::IterVar>(m, "IterVar", "A reduction axis.")
       .def_prop_ro("var", [](const te::IterVar& v) { return v.var; })
       .def_prop_ro("extent", [](const te::IterVar& v) { return v.extent; })
-      .def("__repr__", [](const te::IterVar& v) { return "reduce_axis(" + v.extent.str() + ", " + v.var.name() + ")"; });
+      .def("__repr__",
+           [](const te::IterVar& v) { return "reduce_axis(" + v.extent.str() + ", " + v.var.name() + ")"; });
   nb::class_<te::Tensor>(m, "Tensor", "A placeholder (an input) or a compute.")
       .def_prop_ro("name", &te::Tensor::name)
       .def_prop_ro("shape", [](const te::Tensor& t) { return t.shape(); })
@@ -177,7 +178,8 @@ void bind_tensors(nb::module_& m) {
       .def("__repr__", [](const te::Tensor& t) { return "<loom tensor " + t.name() + ">"; });
   m.def("placeholder", [](nb::handle shape, const std::string& name) { return te::placeholder(to_exprs(shape), name); },
         "shape"_a, "name"_a);
-  m.def("reduce_axis", [](nb::handle extent, const std::string& name) { return te::reduce_axis(to_expr(extent), name); },
+  m.def("reduce_axis",
+        [](nb::handle extent, const std::string& name) { return te::reduce_axis(to_expr(extent), name); },
         "extent"_a, "name"_a);
   m.def("compute", [](nb::handle shape, nb::callable fcompute, const std::string& name) {
     return te::compute(to_exprs(shape), [&](const std::vector<Var>& axes) {
@@ -187,8 +189,10 @@ void bind_tensors(nb::module_& m) {
     }, name);
   }, "shape"_a, "fcompute"_a, "name"_a);
   m.def("sum", [](nb::handle e, nb::handle axis) { return te::sum(to_expr(e), to_axes(axis)); }, "expr"_a, "axis"_a);
-  m.def("reduce_max", [](nb::handle e, nb::handle axis) { return te::max(to_expr(e), to_axes(axis)); }, "expr"_a, "axis"_a);
-  m.def("reduce_min", [](nb::handle e, nb::handle axis) { return te::min(to_expr(e), to_axes(axis)); }, "expr"_a, "axis"_a);
+  m.def("reduce_max", [](nb::handle e, nb::handle axis) { return te::max(to_expr(e), to_axes(axis)); }, "expr"_a,
+        "axis"_a);
+  m.def("reduce_min", [](nb::handle e, nb::handle axis) { return te::min(to_expr(e), to_axes(axis)); }, "expr"_a,
+        "axis"_a);
 }
 
 void bind_operators(nb::module_& m) {
@@ -259,8 +263,8 @@ void bind_kernels(nb::module_& m) {
       .def_prop_ro("op", &Kernel::op)
       .def_prop_ro("report", &Kernel::report)
       .def_prop_ro("llvm_ir", &Kernel::llvm_ir);
-  m.def("compile", [](const Operator& op, const std::string& strategy, int threads, int top_k, const std::string& hwspec,
-                      uint64_t seed, const std::string& records) {
+  m.def("compile", [](const Operator& op, const std::string& strategy, int threads, int top_k,
+                      const std::string& hwspec, uint64_t seed, const std::string& records) {
     CompileOptions o = compile_options(strategy, threads, top_k, hwspec, seed, records);
     nb::gil_scoped_release release;
     return compile(op, o);

@@ -140,8 +140,9 @@ int command_dynamic(const std::vector<std::string>& args) {
     std::vector<Buffer> outputs = allocate_outputs(op, inputs);
     generic.run(inputs, outputs);
     generic.wait_idle();
-    Kernel fixed = compile(make_operator(args[0], [&] { auto p = params; p[s.dim] = std::to_string(value); return p; }()),
-                           options.compile);
+    std::map<std::string, std::string> fixed_params = params;
+    fixed_params[s.dim] = std::to_string(value);
+    Kernel fixed = compile(make_operator(args[0], fixed_params), options.compile);
     const double generic_ms = median_ms([&] { generic.run(inputs, outputs); }, s.timing);
     const double specialized_ms = median_ms([&] { kernel.run(inputs, outputs); }, s.timing);
     const double static_ms = median_ms([&] { fixed.run(inputs, outputs); }, s.timing);

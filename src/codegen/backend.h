@@ -34,10 +34,11 @@ class Backend {
  public:
   virtual ~Backend() = default;
   // compile_object() does the expensive work and takes no global lock, so
-  // several threads may compile at once; load() only links.
-  virtual CodeObject compile_object(const LoweredFunc& func) = 0;
+  // several threads may compile at once; load() only links. `with_ir`
+  // keeps the optimized IR as text (it can be large; caches skip it).
+  virtual CodeObject compile_object(const LoweredFunc& func, bool with_ir) = 0;
   virtual std::unique_ptr<CompiledFunction> load(const CodeObject& object) = 0;
-  std::unique_ptr<CompiledFunction> compile(const LoweredFunc& func) { return load(compile_object(func)); }
+  std::unique_ptr<CompiledFunction> compile(const LoweredFunc& func) { return load(compile_object(func, true)); }
   // What a CodeObject depends on besides the function: code generator,
   // version, target CPU and features (part of disk-cache keys).
   virtual std::string identity() = 0;

@@ -79,7 +79,7 @@ BuiltCode build_code(const BuildRequest& r, bool cache_only, std::vector<std::st
   if (!r.options->records.empty()) chosen = record_candidate(task, r.options->records, note);
   if (!chosen) chosen = strategy_candidates(task, *r.options, 1).front();
   built.schedule = chosen->schedule.str();
-  codegen::CodeObject object = backend->compile_object(lower(*r.op, chosen->schedule));
+  codegen::CodeObject object = backend->compile_object(lower(*r.op, chosen->schedule), /*with_ir=*/false);
   built.fn = backend->load(object);
   cache_store(r.cache, object_key(built.schedule), encode_object(object), warnings);
   cache_store(r.cache, request_key, built.schedule, warnings);

@@ -19,7 +19,9 @@ class CpuFunction : public CompiledFunction {
       throw UserError("out of memory: the kernel could not allocate " + std::to_string(failed) +
                       " bytes of scratch (packing) memory; its outputs are incomplete");
   }
-  std::string ir() const override { return ir_.empty() ? "; (code loaded from the kernel cache: no IR)\n" : ir_; }
+  std::string ir() const override {
+    return ir_.empty() ? "; (compiled without keeping its IR, or loaded from a cache)\n" : ir_;
+  }
 
  private:
   using Entry = void (*)(void* const*, const int64_t*);
@@ -31,8 +33,8 @@ class CpuFunction : public CompiledFunction {
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(CpuSpec cpu) : cpu_(std::move(cpu)) {}
-  CodeObject compile_object(const LoweredFunc& func) override {
-    ObjectCode code = compile_to_object(build_llvm_module(func, cpu_, "loom_" + func.name));
+  CodeObject compile_object(const LoweredFunc& func, bool with_ir) override {
+    ObjectCode code = compile_to_object(build_llvm_module(func, cpu_, "loom_" + func.name), with_ir);
     return CodeObject{std::move(code.entry), std::move(code.bytes), std::move(code.ir)};
   }
   std::unique_ptr<CompiledFunction> load(const CodeObject& object) override {

@@ -157,7 +157,7 @@ class LljitCode : public JitCode {
 
 }  // namespace
 
-ObjectCode compile_to_object(LlvmModule module) {
+ObjectCode compile_to_object(LlvmModule module, bool with_ir) {
   Engine& engine = Engine::get();
   llvm::TargetMachine& tm = engine.thread_target_machine();
   module.module->setDataLayout(tm.createDataLayout());
@@ -165,9 +165,11 @@ ObjectCode compile_to_object(LlvmModule module) {
   optimize(*module.module, tm);
   ObjectCode code;
   code.entry = module.entry;
-  llvm::raw_string_ostream os(code.ir);
-  module.module->print(os, nullptr);
-  os.flush();
+  if (with_ir) {
+    llvm::raw_string_ostream os(code.ir);
+    module.module->print(os, nullptr);
+    os.flush();
+  }
   code.bytes = emit_object(*module.module, tm);
   return code;
 }
@@ -185,7 +187,8 @@ std::unique_ptr<JitCode> load_object(const ObjectCode& object) {
     throw InternalError(what + ": " + text);
   };
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object.bytes, object.entry);
-  if (auto err = engine.jit->addObjectFile(dylib, std::move(buffer))) return fail("adding an object to the JIT", std::move(err));
+  if (auto err = engine.jit->addObjectFile(dylib, std::move(buffer)))
+    return fail("adding an object to the JIT", std::move(err));
   auto addr = engine.jit->lookup(dylib, object.entry);
   if (!addr) return fail("looking up the kernel entry '" + object.entry + "'", addr.takeError());
   return std::make_unique<LljitCode>(addr->toPtr<void*>(), dylib);

@@ -30,8 +30,9 @@ struct ObjectCode {
 };
 
 // Optimizes `module` at O3 for the host (with the spec's ISA) and emits an
-// object. Thread-safe; takes no global lock.
-ObjectCode compile_to_object(LlvmModule module);
+// object, with the optimized IR as text when `with_ir`. Thread-safe; takes
+// no global lock.
+ObjectCode compile_to_object(LlvmModule module, bool with_ir);
 
 // Links `object` into the JIT and resolves its entry point. InternalError
 // when the bytes are not a loadable object with that entry.
