@@ -18,6 +18,14 @@ std::string temp_path(const std::string& name) {
 
 Operator small_op() { return make_operator("matmul", {{"M", "37"}, {"N", "29"}, {"K", "53"}}); }
 
+// Instrumented builds (the sanitizer tier) compile candidates several times
+// slower: the measurement timeout must not take slow compiles for hangs.
+#ifdef LOOM_SANITIZED_BUILD
+constexpr double kQuickTimeout = 30;
+#else
+constexpr double kQuickTimeout = 5;
+#endif
+
 TuneOptions quick(const std::string& strategy, int trials) {
   TuneOptions o;
   o.strategy = strategy;
@@ -25,7 +33,7 @@ TuneOptions quick(const std::string& strategy, int trials) {
   o.trials = trials;
   o.batch = 6;
   o.walk_steps = 150;
-  o.timeout_s = 5;
+  o.timeout_s = kQuickTimeout;
   return o;
 }
 
