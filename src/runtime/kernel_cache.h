@@ -34,7 +34,6 @@ class KernelCache {
   // cache is an optimisation: callers go on without it), else empty.
   std::string store(const std::string& key, const std::string& value) const;
 
-  const std::string& directory() const { return directory_; }
   std::string path_for(const std::string& key) const;
 
  private:
