@@ -14,6 +14,7 @@
 #include "loom/error.h"
 #include "search/measurer.h"
 #include "search/records.h"
+#include "support/files.h"
 #include "task/strategies.h"
 
 namespace loom {
@@ -69,9 +70,12 @@ void check_compile_options(const CompileOptions& options) {
 }
 
 std::string options_text(const CompileOptions& o) {
+  // A records file's best schedule changes as tuning appends to it: its contents are part of the request.
+  std::string records = o.records;
+  if (!records.empty()) records += " (" + fnv1a_hex(read_whole_file(o.records).value_or("")) + ")";
   return "strategy=" + o.strategy + " top_k=" + std::to_string(o.top_k) + " walk_steps=" +
          std::to_string(o.walk_steps) + " temperature=" + std::to_string(o.temperature) +
-         " seed=" + std::to_string(o.seed) + " records=" + o.records;
+         " seed=" + std::to_string(o.seed) + " records=" + records;
 }
 
 std::optional<Candidate> record_candidate(const Task& task, const std::string& records, std::string& note) {

@@ -20,7 +20,8 @@ CompileReport& mutable_report(Kernel& kernel);
 
 // UserError naming the first option outside its range or an unknown strategy.
 void check_compile_options(const CompileOptions& options);
-// The options that decide which schedule is chosen, as text (cache keys).
+// The options that decide which schedule is chosen, as text (cache keys),
+// a records file's contents included.
 std::string options_text(const CompileOptions& options);
 
 // The replayed best record of the task in `records`; nothing when there is
