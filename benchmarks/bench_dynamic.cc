@@ -106,7 +106,7 @@ DataMap make_data(const Stream& s) {
       if (data.count(key)) continue;
       Data d;
       d.inputs = loom::random_inputs(s.ops[i].op, 1, {s.ops[i].size_of(v)});
-      for (const auto& shape : loom::output_shapes(s.ops[i].op, d.inputs)) d.outputs.push_back(Buffer::allocate(shape));
+      d.outputs = loom::allocate_outputs(s.ops[i].op, d.inputs);
       data[key] = std::move(d);
     }
   return data;

@@ -16,8 +16,7 @@ namespace loom::test {
 // elements per output with the reference executor.
 inline CheckResult run_and_check(const Operator& op, const Kernel& k, const std::vector<Buffer>& inputs,
                                  int64_t max_points = 1 << 16) {
-  std::vector<Buffer> out;
-  for (const auto& s : output_shapes(op, inputs)) out.push_back(Buffer::allocate(s));
+  std::vector<Buffer> out = allocate_outputs(op, inputs);
   k.run(inputs, out);
   CheckOptions co;
   co.max_points = max_points;

@@ -86,5 +86,7 @@ Kernel compile(const Operator& op, const CompileOptions& options = {});
 // Output shapes of `op` once its symbolic sizes are bound from `inputs`.
 std::vector<std::vector<int64_t>> output_shapes(const Operator& op,
                                                 const std::vector<Buffer>& inputs);
+// Fresh zero-filled buffers of those shapes.
+std::vector<Buffer> allocate_outputs(const Operator& op, const std::vector<Buffer>& inputs);
 
 }  // namespace loom

@@ -62,7 +62,7 @@ nb::object call_kernel(const Operator& op, const std::vector<AnyArray>& inputs, 
   std::vector<Buffer> in = borrow_all(inputs, "input");
   std::vector<Buffer> outputs;
   if (out.empty()) {
-    for (const auto& shape : output_shapes(op, in)) outputs.push_back(Buffer::allocate(shape));
+    outputs = allocate_outputs(op, in);
   } else {
     outputs = borrow_all(out, "output");
   }

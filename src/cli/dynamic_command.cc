@@ -50,12 +50,6 @@ std::vector<int> parse_cpus(const std::string& text) {
   return cpus;
 }
 
-std::vector<Buffer> allocate_outputs(const Operator& op, const std::vector<Buffer>& inputs) {
-  std::vector<Buffer> outputs;
-  for (const auto& shape : output_shapes(op, inputs)) outputs.push_back(Buffer::allocate(shape));
-  return outputs;
-}
-
 double median_ms(const std::function<void()>& fn, const TimingOptions& t) { return time_function(fn, t).median_ms; }
 
 // Overhead of a cache-hit call on a tiny problem: C[8,8] = A[8,8] B[8,8], M symbolic.

@@ -95,8 +95,7 @@ RunOutcome run_operator(const std::string& name, const std::map<std::string, std
               << "\n# LLVM IR (optimized)\n" << kernel.llvm_ir() << "\n";
 
   std::vector<Buffer> inputs = random_inputs(out.op, /*seed=*/42, {});
-  std::vector<Buffer> outputs;
-  for (const auto& shape : output_shapes(out.op, inputs)) outputs.push_back(Buffer::allocate(shape));
+  std::vector<Buffer> outputs = allocate_outputs(out.op, inputs);
   kernel.run(inputs, outputs);
   out.check = check_against_reference(out.op, inputs, outputs);
 

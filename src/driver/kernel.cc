@@ -82,4 +82,10 @@ std::vector<std::vector<int64_t>> output_shapes(const Operator& op, const std::v
   return shapes;
 }
 
+std::vector<Buffer> allocate_outputs(const Operator& op, const std::vector<Buffer>& inputs) {
+  std::vector<Buffer> outputs;
+  for (const auto& shape : output_shapes(op, inputs)) outputs.push_back(Buffer::allocate(shape));
+  return outputs;
+}
+
 }  // namespace loom
