@@ -2,7 +2,10 @@
 # Installs every Debian package loom needs to build, test and benchmark
 # (clang-16 and its runtime libraries: the sanitizer tier and libFuzzer;
 # Python 3 with venv and headers: the Python package, whose own build
-# dependencies, nanobind and scikit-build-core, pip fetches from PyPI).
+# dependencies, nanobind and scikit-build-core, pip fetches from PyPI; PoCL
+# with the OpenCL ICD loader and headers: GPU kernels' OpenCL twin runs on
+# the CPU in the gpu_check tier). The CUDA Toolkit (NVRTC) is optional: the
+# GPU backend opens it at run time, and the NVRTC checks run where it is.
 # Idempotent and non-interactive: packages already present are skipped.
 set -euo pipefail
 
@@ -14,6 +17,7 @@ packages=(
   libdnnl-dev libopenblas-dev
   clang-16 libclang-rt-16-dev
   python3 python3-dev python3-venv python3-pip
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
 )
 
 missing=()

@@ -72,8 +72,15 @@ class Kernel {
 
   const Operator& op() const;
   const CompileReport& report() const;
-  // Textual LLVM IR of the optimized module (for inspection).
+  // Textual LLVM IR of the optimized module (for inspection); for a GPU target, the CUDA C.
   std::string llvm_ir() const;
+  // The generated kernel source alone: LLVM IR for a CPU target, CUDA C for
+  // a GPU one (`opencl`: its OpenCL C twin), ready for nvcc or any OpenCL.
+  std::string source(bool opencl = false) const;
+  // Where the last run() executed: "cpu"; for a GPU target "cuda" on a CUDA
+  // device, else "opencl-cpu" (PoCL: the kernels' OpenCL twin, for checking
+  // without a GPU) or "opencl-gpu". Empty before the first run.
+  std::string executed_on() const;
 
  private:
   friend class KernelAccess;

@@ -53,6 +53,8 @@ struct GpuSpec {
   double dram_bandwidth_gbs = 0;
   double peak_fp32_tflops = 0;
   double clock_ghz = 1.0;
+  int shared_memory_banks = 32;    // 4-byte banks
+  double l2_bandwidth_gbs = 0;     // 0: unknown (the model assumes 3x DRAM)
   std::string compute_capability;  // "9.0"
 };
 

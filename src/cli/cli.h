@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ struct RunOutcome {
   double time_ms = 0;
   double gflops = 0;
   CheckResult check;
+  std::string executed_on;  // cpu | cuda | opencl-cpu | opencl-gpu
+  // GPU targets, when NVRTC is present: the CUDA C compiled for the spec's compute capability.
+  struct Nvrtc {
+    std::string arch;
+    double compile_ms = 0;
+    int registers = 0;  // the largest of the kernels'
+    int64_t spill_bytes = 0, shared_bytes = 0;
+  };
+  std::optional<Nvrtc> nvrtc;
 };
 
 struct RunSettings {
@@ -34,6 +44,7 @@ struct RunSettings {
   TimingOptions timing;
   bool dump_ir = false;  // print the schedule, loop IR and LLVM IR to stderr
   std::string records;   // apply the best schedule of this records file
+  std::string emit_source;  // write the generated kernel source (LLVM IR, or CUDA C for a GPU) to this file
 };
 
 // Builds, compiles, runs on random inputs, checks and times one operator.

@@ -1,10 +1,13 @@
 // `loom ops` and `loom run`.
+#include <algorithm>
+#include <fstream>
 #include <iomanip>
 #include <set>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "codegen/gpu/nvrtc.h"
 
 namespace loom::cli {
 
@@ -39,6 +42,7 @@ bool parse_setting(const std::string& a, RunSettings& settings) {
   else if (flag_value(a, "walk-steps", v)) settings.walk_steps = parse_count("walk-steps", v, 1, kMaxWalkSteps);
   else if (flag_value(a, "seed", v)) settings.seed = uint64_t(parse_count("seed", v, 0, 2147483647));
   else if (flag_value(a, "records", v)) settings.records = v;
+  else if (flag_value(a, "emit-source", v)) settings.emit_source = v;
   else return false;
   return true;
 }
@@ -71,6 +75,31 @@ int command_ops(const std::vector<std::string>& args) {
   return 0;
 }
 
+namespace {
+
+void write_source(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  LOOM_USER_CHECK(f.good(), "--emit-source: cannot write '", path, "'");
+  f << text;
+  f.close();
+  LOOM_USER_CHECK(f.good(), "--emit-source: writing '", path, "' failed");
+}
+
+RunOutcome::Nvrtc nvrtc_report(const Kernel& kernel, const HwSpec& target) {
+  RunOutcome::Nvrtc r;
+  r.arch = codegen::sm_arch(target.gpu.compute_capability);
+  codegen::NvrtcOutput out = codegen::nvrtc_compile(kernel.source(), kernel.op().name, r.arch);
+  r.compile_ms = out.compile_ms;
+  for (const auto& [name, k] : out.kernels) {
+    r.registers = std::max(r.registers, k.registers);
+    r.spill_bytes += k.spill_bytes;
+    r.shared_bytes = std::max(r.shared_bytes, k.shared_bytes);
+  }
+  return r;
+}
+
+}  // namespace
+
 RunOutcome run_operator(const std::string& name, const std::map<std::string, std::string>& params,
                         const RunSettings& settings) {
   RunOutcome out;
@@ -90,13 +119,17 @@ RunOutcome run_operator(const std::string& name, const std::map<std::string, std
   if (settings.walk_steps > 0) options.walk_steps = settings.walk_steps;
   Kernel kernel = compile(out.op, options);
   out.report = kernel.report();
+  const bool gpu = options.target.kind == TargetKind::Gpu;
   if (settings.dump_ir)
     std::cerr << "# schedule\n" << out.report.schedule << "\n# loop IR\n" << out.report.loop_ir
-              << "\n# LLVM IR (optimized)\n" << kernel.llvm_ir() << "\n";
+              << (gpu ? "\n# CUDA C\n" : "\n# LLVM IR (optimized)\n") << kernel.llvm_ir() << "\n";
+  if (!settings.emit_source.empty()) write_source(settings.emit_source, kernel.source());
+  if (gpu && codegen::nvrtc_available()) out.nvrtc = nvrtc_report(kernel, options.target);
 
   std::vector<Buffer> inputs = random_inputs(out.op, /*seed=*/42, {});
   std::vector<Buffer> outputs = allocate_outputs(out.op, inputs);
   kernel.run(inputs, outputs);
+  out.executed_on = kernel.executed_on();
   out.check = check_against_reference(out.op, inputs, outputs);
 
   TimingResult t = time_function([&] { kernel.run(inputs, outputs); }, settings.timing);
@@ -109,6 +142,10 @@ RunOutcome run_operator(const std::string& name, const std::map<std::string, std
 namespace {
 
 nlohmann::json to_json(const RunOutcome& r) {
+  nlohmann::json nvrtc = nullptr;
+  if (r.nvrtc)
+    nvrtc = {{"arch", r.nvrtc->arch}, {"compile_ms", r.nvrtc->compile_ms}, {"registers", r.nvrtc->registers},
+             {"spill_bytes", r.nvrtc->spill_bytes}, {"shared_bytes", r.nvrtc->shared_bytes}};
   return {{"op", r.op.name},
           {"params", params_json(r.op.params)},
           {"strategy", r.strategy},
@@ -127,6 +164,8 @@ nlohmann::json to_json(const RunOutcome& r) {
           {"points_checked", r.check.points_checked},
           {"ok", r.check.ok},
           {"from_records", r.report.from_records},
+          {"executed_on", r.executed_on},
+          {"nvrtc", nvrtc},
           {"note", r.report.note}};
 }
 
@@ -174,7 +213,11 @@ int command_run(const std::vector<std::string>& args) {
               << "\n  time " << r.time_ms << " ms (median), " << r.gflops << " GFLOP/s"
               << (r.report.note.empty() ? "" : "\n  note: " + r.report.note)
               << "\n  max_rel_err " << r.check.max_rel_err << " over " << r.check.points_checked << " points: "
-              << (r.check.ok ? "ok" : "WRONG") << "\n";
+              << (r.check.ok ? "ok" : "WRONG") << ", executed on " << r.executed_on << "\n";
+    if (r.nvrtc)
+      std::cout << "  nvrtc " << r.nvrtc->arch << ": " << r.nvrtc->compile_ms << " ms, " << r.nvrtc->registers
+                << " registers, " << r.nvrtc->spill_bytes << " spill bytes, " << r.nvrtc->shared_bytes
+                << " bytes shared\n";
   }
   return r.check.ok ? 0 : 1;
 }

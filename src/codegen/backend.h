@@ -1,8 +1,9 @@
 // Code-generation backends behind one factory.
 //
 // A backend turns a lowered function into something callable with raw
-// buffer pointers and size values. The CPU backend (LLVM, in process) is
-// always built; a CUDA backend plugs in here when the toolkit is present.
+// buffer pointers and size values. The CPU backend (LLVM, in process) and
+// the GPU backend (CUDA C and OpenCL C source, run through the CUDA driver
+// or OpenCL, both opened at run time) are always built.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,13 @@ class CompiledFunction {
   // buffers: LoweredFunc::args order; sizes: LoweredFunc::size_vars order.
   virtual void call(void* const* buffers, const int64_t* sizes) const = 0;
   virtual std::string ir() const = 0;
+  // Where the last call ran: "cpu" (in process), "cuda", "opencl-cpu" or "opencl-gpu"; empty before any call.
+  virtual std::string executed_on() const { return "cpu"; }
+  // Device-only time of one call in ms, the mean of `repeats` after a warm-up
+  // (GPU functions on a CUDA device); UserError elsewhere.
+  virtual double time_on_device(void* const* buffers, const int64_t* sizes, int repeats) const;
+  // The generated kernel source alone: LLVM IR for the CPU; CUDA C (or its OpenCL C twin) for a GPU.
+  virtual std::string source(bool opencl) const { return ir(); }
 };
 
 // A compiled function as bytes, for caches: what load() turns back into a
@@ -48,5 +56,6 @@ class Backend {
 std::unique_ptr<Backend> make_backend(const HwSpec& target);
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuSpec& cpu);
+std::unique_ptr<Backend> make_gpu_backend(const GpuSpec& gpu);
 
 }  // namespace loom::codegen

@@ -1,4 +1,5 @@
 #include "construct/analytic_model.h"
+#include "construct/gpu_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,6 +54,7 @@ std::string Estimate::str() const {
 }
 
 Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, int threads) {
+  if (hw.kind == TargetKind::Gpu) return estimate_gpu(an, s, hw);
   Estimate est;
   const CpuSpec& cpu = hw.cpu;
   const int n = s.num_axes, reg = s.reg_level();

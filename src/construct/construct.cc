@@ -17,8 +17,7 @@ std::vector<RankedState> construct_states(const Task& task, int k, const Constru
   // Seeds: the rule-based starting points and the Roller tree's best leaf;
   // the multi-objective walk refines from all of them.
   std::vector<State> seeds = seed_states(anchor, task.target);
-  if (task.target.kind == TargetKind::Cpu)
-    for (const State& s : roller_states(anchor, task.target, t.threads, 1)) seeds.push_back(s);
+  for (const State& s : roller_states(anchor, task.target, t.threads, 1)) seeds.push_back(s);
   return traverse_state_graph(anchor, task.target, seeds, t).top;
 }
 

@@ -6,6 +6,7 @@
 #include "construct/analytic_model.h"
 #include "schedule/anchor.h"
 #include "schedule/path.h"
+#include "schedule/step.h"
 
 namespace loom {
 
@@ -92,6 +93,86 @@ struct Roller {
   }
 };
 
+// Roller on a GPU (its home): the thread tile (registers) first, then the
+// block tile (shared memory) in multiples of it, one vthread per thread.
+// Each grows by doubling along the axis with the best reuse score while
+// the level's capacity holds: half the spec's registers per thread, the
+// block's shared memory and thread limit. Every input is staged.
+struct GpuRoller {
+  const Roller& r;
+  const AnchorInfo& an;
+  const HwSpec& hw;
+
+  // The level's tile over every axis: thread tiles (reduction 1), or block tiles with the reduction step.
+  std::vector<int64_t> level_tile(const StateData& s, bool block) const {
+    std::vector<int64_t> t(size_t(s.num_axes), 1);
+    for (int a = 0; a < s.num_axes; ++a)
+      t[size_t(a)] = an.is_reduce_axis(a) ? (block ? s.tile[1][a] : 1) : s.tile[block ? 0 : 2][a];
+    return t;
+  }
+
+  // tile[...][a] grown one size: doubled along a spatial axis (the block
+  // capped at the extent rounded up to the thread tile), the next divisor
+  // of the extent along a reduction axis. False when it cannot grow.
+  bool grow(StateData& s, int a, bool block) const {
+    const int64_t extent = an.plan_extent(a);
+    if (an.is_reduce_axis(a)) {
+      if (!block) return false;
+      for (int64_t v = s.tile[1][a] + 1; v <= extent; ++v)
+        if (extent % v == 0) {
+          s.tile[1][a] = v;
+          return true;
+        }
+      return false;
+    }
+    if (!block) {
+      if (s.tile[2][a] * 2 > extent) return false;
+      for (int l = 0; l < 3; ++l) s.tile[l][a] = s.tile[2][a] * 2;
+      return true;
+    }
+    const int64_t t = s.tile[2][a], limit = (extent + t - 1) / t * t;
+    if (s.tile[0][a] >= limit) return false;
+    s.tile[0][a] = s.tile[1][a] = std::min(limit, s.tile[0][a] * 2);
+    return true;
+  }
+
+  bool fits(const StateData& s, bool block) const {
+    if (!check_legal(s, an, hw).empty()) return false;
+    return block || gpu_register_estimate(s, an) <= hw.gpu.max_registers_per_thread / 2;
+  }
+
+  void grow_level(StateData& s, bool block, int branch) const {
+    for (int decision = 0;; ++decision) {
+      std::vector<std::pair<double, StateData>> options;
+      const std::vector<int64_t> cur = level_tile(s, block);
+      for (int a = 0; a < s.num_axes; ++a) {
+        StateData t = s;
+        if (!grow(t, a, block) || !fits(t, block)) continue;
+        const std::vector<int64_t> next = level_tile(t, block);
+        const double df = r.footprint(next) - r.footprint(cur);
+        options.emplace_back((r.traffic(cur) - r.traffic(next)) / std::max(df, 1e-9), t);
+      }
+      if (options.empty()) return;
+      std::stable_sort(options.begin(), options.end(), [](auto& x, auto& y) { return x.first > y.first; });
+      s = options[size_t(decision == 0 ? std::min<int>(branch, int(options.size()) - 1) : 0)].second;
+    }
+  }
+
+  std::vector<StateData> leaves() const {
+    std::vector<StateData> out;
+    for (int thread_branch = 0; thread_branch < 2; ++thread_branch)
+      for (int block_branch = 0; block_branch < 3; ++block_branch) {
+        StateData s = *initial_state(an, hw);
+        s.trail.reset();
+        for (size_t i = 0; i < s.pack.size(); ++i) s.pack[i] = an.is_reduction ? s.make_pack_point(1, 0) : -1;
+        grow_level(s, false, thread_branch);
+        grow_level(s, true, block_branch);
+        out.push_back(s);
+      }
+    return out;
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<Tuner> make_roller_tuner(const Task& task) {
@@ -111,6 +192,8 @@ std::vector<State> roller_states(const AnchorInfo& anchor, const HwSpec& target,
     if (StepResult v = apply_step(*base, {StepKind::Vectorize, anchor.num_spatial - 1, target.cpu.fp32_lanes()}, anchor, target))
       base = v.state;
   Roller roller{anchor, target, threads};
+  std::vector<StateData> gpu_leaves;
+  if (target.kind == TargetKind::Gpu) gpu_leaves = GpuRoller{roller, anchor, target}.leaves();
 
   struct Leaf {
     State state;
@@ -131,15 +214,19 @@ std::vector<State> roller_states(const AnchorInfo& anchor, const HwSpec& target,
       }
     branches = more;
   }
-  for (const auto& choice : branches) {
-    StateData s = *base;
-    s.trail.reset();
-    for (int l = 1; l < levels; ++l)
-      for (int a = 0; a < s.num_axes; ++a) s.tile[l][a] = a == s.vec_axis ? s.vec_width : 1;
-    for (int l = 1; l < levels; ++l) roller.grow_level(s, l, choice[l - 1]);
-    roller.scale_out(s);
-    for (size_t i = 0; i < s.pack.size(); ++i)
-      if (!anchor.accesses[i].uses_axis.empty()) s.pack[i] = s.make_pack_point(1, int(s.order[1].size()));
+  const size_t count = target.kind == TargetKind::Gpu ? gpu_leaves.size() : branches.size();
+  for (size_t leaf = 0; leaf < count; ++leaf) {
+    StateData s = target.kind == TargetKind::Gpu ? gpu_leaves[leaf] : *base;
+    if (target.kind == TargetKind::Cpu) {
+      const std::vector<int>& choice = branches[leaf];
+      s.trail.reset();
+      for (int l = 1; l < levels; ++l)
+        for (int a = 0; a < s.num_axes; ++a) s.tile[l][a] = a == s.vec_axis ? s.vec_width : 1;
+      for (int l = 1; l < levels; ++l) roller.grow_level(s, l, choice[l - 1]);
+      roller.scale_out(s);
+      for (size_t i = 0; i < s.pack.size(); ++i)
+        if (!anchor.accesses[i].uses_axis.empty()) s.pack[i] = s.make_pack_point(1, int(s.order[1].size()));
+    }
     if (!check_legal(s, anchor, target).empty()) {
       for (int& p : s.pack) p = -1;
       if (!check_legal(s, anchor, target).empty()) continue;

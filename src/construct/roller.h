@@ -13,7 +13,9 @@
 // traffic. Branching at the first growth decision of each level (the three
 // best axes at the outer cache, the two best below) yields a tree of 12
 // leaves, ranked by traffic; the top K are emitted. The model's traffic term
-// (analytic_model.h) is the traffic measure.
+// (analytic_model.h) is the traffic measure. On a GPU the levels are the
+// thread tile (registers) and the block tile (shared memory), as in Roller's
+// paper (see GpuRoller in roller.cc).
 #pragma once
 
 #include <vector>

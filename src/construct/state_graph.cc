@@ -202,10 +202,47 @@ int vector_affinity(const AnchorInfo& anchor, int axis) {
 
 }  // namespace
 
+namespace {
+
+// Grows the tile at (level, axis) one legal step at a time until it reaches `size` or cannot grow.
+State grow_to(State s, int level, int axis, int64_t size, const AnchorInfo& anchor, const HwSpec& target) {
+  while (s->tile[level][axis] < size) {
+    StepResult r = apply_step(*s, {StepKind::TileGrow, level, axis}, anchor, target);
+    if (!r) break;
+    s = r.state;
+  }
+  return s;
+}
+
+// GPU starting points, built by steps from the initial state: the two
+// innermost spatial axes get `threads` threads each computing `per_thread`
+// consecutive outputs (one vthread), the reduction steps of `step`, every
+// input staged in shared memory.
+State gpu_seed(const AnchorInfo& anchor, const HwSpec& target, int64_t threads, int64_t per_thread, int64_t step) {
+  State s = initial_state(anchor, target);
+  for (int a = anchor.num_spatial - 1; a >= 0 && a >= anchor.num_spatial - 2; --a) {
+    const int64_t block = threads * per_thread;
+    s = grow_to(s, 0, a, block, anchor, target);
+    s = grow_to(s, 1, a, s->tile[0][a], anchor, target);
+    s = grow_to(s, 2, a, std::min(per_thread, s->tile[1][a]), anchor, target);
+  }
+  for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a) s = grow_to(s, 1, a, step, anchor, target);
+  for (int i = 0; anchor.is_reduction && i < int(anchor.accesses.size()); ++i)
+    if (StepResult r = apply_step(*s, {StepKind::Pack, i, s->make_pack_point(1, 0)}, anchor, target)) s = r.state;
+  return s;
+}
+
+}  // namespace
+
 std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
   State init = initial_state(anchor, target);
   std::vector<State> seeds{init};
-  if (target.kind != TargetKind::Cpu) return seeds;
+  if (target.kind == TargetKind::Gpu) {
+    const bool two_axes = anchor.num_spatial >= 2;
+    for (int64_t per_thread : {1, 2, 4})
+      for (int64_t step : {8, 16}) seeds.push_back(gpu_seed(anchor, target, two_axes ? 16 : 256, per_thread, step));
+    return seeds;
+  }
   const int lanes = target.cpu.fp32_lanes();
   std::vector<int> axes;
   for (int a = 0; a < anchor.num_axes(); ++a)

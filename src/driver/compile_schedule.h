@@ -15,6 +15,11 @@ namespace loom {
 
 Kernel compile_schedule(const Operator& op, const Schedule& schedule, const HwSpec& target, int threads);
 
+// A GPU kernel's device-only time per call on a CUDA device (ms, mean of
+// `repeats`): for benchmarks against vendor libraries. UserError without one.
+double device_kernel_ms(const Kernel& kernel, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs,
+                        int repeats);
+
 // The report of a kernel being assembled by the driver.
 CompileReport& mutable_report(Kernel& kernel);
 

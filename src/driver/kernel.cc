@@ -23,9 +23,14 @@ class KernelImpl {
   std::optional<ExpectedBuffers> fixed;  // the buffers of an operator without symbolic sizes
 };
 
+namespace {
+const KernelImpl& checked(const std::shared_ptr<KernelImpl>& impl);
+}  // namespace
+
 class KernelAccess {
  public:
   static CompileReport& report(Kernel& k) { return k.impl_->report; }
+  static const KernelImpl& impl(const Kernel& k) { return checked(k.impl_); }
 };
 
 namespace {
@@ -56,6 +61,19 @@ Kernel compile_schedule(const Operator& op, const Schedule& schedule, const HwSp
 
 CompileReport& mutable_report(Kernel& kernel) { return KernelAccess::report(kernel); }
 
+double device_kernel_ms(const Kernel& kernel, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs,
+                        int repeats) {
+  const KernelImpl& k = KernelAccess::impl(kernel);
+  SizeBinding binding = bind_sizes(k.op, inputs);
+  check_output_shapes(k.op, outputs, binding);
+  std::vector<int64_t> sizes;
+  for (const Var& v : k.op.size_vars) sizes.push_back(binding.at(v.get()));
+  std::vector<void*> pointers;
+  for (const auto& list : {inputs, outputs})
+    for (const Buffer& b : list) pointers.push_back(b.data());
+  return k.fn->time_on_device(pointers.data(), sizes.data(), repeats);
+}
+
 void Kernel::run(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) const {
   const KernelImpl& k = checked(impl_);
   if (k.fixed && k.fixed->match(inputs, outputs)) {  // the hot path: no allocation, no size evaluation
@@ -74,6 +92,8 @@ void Kernel::run(const std::vector<Buffer>& inputs, const std::vector<Buffer>& o
 const Operator& Kernel::op() const { return checked(impl_).op; }
 const CompileReport& Kernel::report() const { return checked(impl_).report; }
 std::string Kernel::llvm_ir() const { return checked(impl_).fn->ir(); }
+std::string Kernel::source(bool opencl) const { return checked(impl_).fn->source(opencl); }
+std::string Kernel::executed_on() const { return checked(impl_).fn->executed_on(); }
 
 std::vector<std::vector<int64_t>> output_shapes(const Operator& op, const std::vector<Buffer>& inputs) {
   SizeBinding binding = bind_sizes(op, inputs);

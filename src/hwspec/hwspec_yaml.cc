@@ -192,9 +192,15 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
 GpuSpec parse_gpu(const YAML::Node& n, const Reader& r) {
   r.only_keys(n, "gpu", {"compute_capability", "sms", "warp_size", "max_threads_per_block", "max_threads_per_sm",
                          "max_blocks_per_sm", "shared_memory_per_block", "shared_memory_per_sm", "registers_per_sm",
-                         "max_registers_per_thread", "l2", "dram_bandwidth_gbs", "peak_fp32_tflops", "clock_ghz"});
+                         "max_registers_per_thread", "l2", "dram_bandwidth_gbs", "peak_fp32_tflops", "clock_ghz",
+                         "shared_memory_banks", "l2_bandwidth_gbs"});
   GpuSpec g;
   g.compute_capability = r.text(n, "gpu", "compute_capability");
+  const std::string& cc = g.compute_capability;
+  const size_t dot = cc.find('.');
+  if (dot == 0 || dot == std::string::npos || dot + 1 == cc.size() ||
+      cc.find_first_not_of("0123456789.") != std::string::npos || cc.find('.', dot + 1) != std::string::npos)
+    r.fail("gpu.compute_capability", "value '" + cc + "' is not of the form MAJOR.MINOR (e.g. \"9.0\")");
   g.sms = int(r.integer(n, "gpu", "sms", true, 1, 1, 4096));
   g.warp_size = int(r.integer(n, "gpu", "warp_size", true, 32, 1, 128));
   g.max_threads_per_block = int(r.integer(n, "gpu", "max_threads_per_block", true, 1024, 1, 8192));
@@ -208,6 +214,8 @@ GpuSpec parse_gpu(const YAML::Node& n, const Reader& r) {
   g.dram_bandwidth_gbs = r.number(n, "gpu", "dram_bandwidth_gbs", true, 0, 0.1, 1e6);
   g.peak_fp32_tflops = r.number(n, "gpu", "peak_fp32_tflops", true, 0, 0.001, 1e5);
   g.clock_ghz = r.number(n, "gpu", "clock_ghz", true, 1.0, 0.1, 10);
+  g.shared_memory_banks = int(r.integer(n, "gpu", "shared_memory_banks", false, 32, 1, 1024));
+  g.l2_bandwidth_gbs = r.number(n, "gpu", "l2_bandwidth_gbs", false, 0, 0.1, 1e6);
   if (g.max_threads_per_block % g.warp_size != 0)
     r.fail("gpu.max_threads_per_block", "value '" + std::to_string(g.max_threads_per_block) +
                                             "' is not a multiple of warp_size " + std::to_string(g.warp_size));
@@ -314,6 +322,8 @@ void emit_gpu(YAML::Emitter& out, const GpuSpec& g) {
   out << YAML::Key << "dram_bandwidth_gbs" << YAML::Value << g.dram_bandwidth_gbs;
   out << YAML::Key << "peak_fp32_tflops" << YAML::Value << g.peak_fp32_tflops;
   out << YAML::Key << "clock_ghz" << YAML::Value << g.clock_ghz;
+  out << YAML::Key << "shared_memory_banks" << YAML::Value << g.shared_memory_banks;
+  if (g.l2_bandwidth_gbs > 0) out << YAML::Key << "l2_bandwidth_gbs" << YAML::Value << g.l2_bandwidth_gbs;
   out << YAML::EndMap;
 }
 

@@ -28,8 +28,24 @@ Stmt make_store(BufferRef buffer, Expr index, Expr value) {
   return std::make_shared<StoreNode>(std::move(buffer), std::move(index), std::move(value));
 }
 Stmt make_seq(std::vector<Stmt> stmts) { return std::make_shared<SeqNode>(std::move(stmts)); }
-Stmt make_allocate(BufferRef buffer, Stmt body, bool on_stack) {
-  return std::make_shared<AllocateNode>(std::move(buffer), std::move(body), on_stack);
+Stmt make_allocate(BufferRef buffer, Stmt body, MemScope scope) {
+  return std::make_shared<AllocateNode>(std::move(buffer), std::move(body), scope);
+}
+Stmt make_barrier() { return std::make_shared<BarrierNode>(); }
+Stmt make_gpu_launch(std::string name, Expr grid, int threads, Var block_var, Var thread_var, Stmt body) {
+  LOOM_INTERNAL_CHECK(threads >= 1, "a GPU launch needs at least one thread per block");
+  return std::make_shared<GpuLaunchNode>(std::move(name), std::move(grid), threads, std::move(block_var),
+                                         std::move(thread_var), std::move(body));
+}
+
+const char* to_string(MemScope scope) {
+  switch (scope) {
+    case MemScope::Heap: return "heap";
+    case MemScope::Stack: return "stack";
+    case MemScope::Shared: return "shared";
+    case MemScope::Local: return "local";
+  }
+  return "?";
 }
 
 namespace {
@@ -48,8 +64,14 @@ void print(std::ostream& os, const Stmt& s, int depth) {
     for (const Stmt& c : seq->stmts) print(os, c, depth);
   } else if (auto* a = s->as<AllocateNode>()) {
     os << pad << "allocate " << a->buffer->name << "[" << product(a->buffer->shape).str() << "] "
-       << a->buffer->dtype.str() << (a->on_stack ? " on stack" : "") << "\n";
+       << a->buffer->dtype.str() << " " << to_string(a->scope) << "\n";
     print(os, a->body, depth);
+  } else if (s->as<BarrierNode>()) {
+    os << pad << "barrier\n";
+  } else if (auto* g = s->as<GpuLaunchNode>()) {
+    os << pad << "launch " << g->name << " grid " << g->grid.str() << " x " << g->threads << " threads ("
+       << g->block_var.name() << ", " << g->thread_var.name() << "):\n";
+    print(os, g->body, depth + 1);
   } else if (auto* i = s->as<IfThenElseNode>()) {
     os << pad << "if " << i->cond.str() << ":\n";
     print(os, i->then_case, depth + 1);

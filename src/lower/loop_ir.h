@@ -4,6 +4,13 @@
 // Vectorized loop is executed `lanes` iterations at a time with a scalar
 // remainder, a Parallel loop is split into chunks run on the thread pool.
 // Buffers are flat: Load/Store take one element offset.
+//
+// GPU programs use the same nodes plus three: a GpuLaunch is one kernel
+// launched over a 1-D grid of blocks of `threads` threads, its body written
+// for one thread (block_var and thread_var are its indices); a Barrier
+// synchronizes a block's threads; Allocate's scope says where a buffer lives
+// (Shared: one copy per block). Outside a launch, a GPU function's body is
+// host code: launches in order and the global temporaries between them.
 #pragma once
 
 #include <memory>
@@ -15,7 +22,11 @@
 namespace loom {
 
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled };
-enum class StmtKind { For, Store, Seq, Allocate, IfThenElse };
+enum class StmtKind { For, Store, Seq, Allocate, IfThenElse, Barrier, GpuLaunch };
+// Heap and Stack: CPU scratch (host heap, or the stack when small and constant);
+// Heap is device global memory in a GPU program. Shared: a GPU block's shared
+// memory; Local: a GPU thread's registers or local memory.
+enum class MemScope { Heap, Stack, Shared, Local };
 
 const char* to_string(ForKind kind);
 
@@ -62,11 +73,10 @@ struct SeqNode : StmtNode {
 // promotes them to registers; the rest on the heap.
 struct AllocateNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Allocate;
-  AllocateNode(BufferRef b, Stmt s, bool stack)
-      : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)), on_stack(stack) {}
+  AllocateNode(BufferRef b, Stmt s, MemScope m) : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)), scope(m) {}
   BufferRef buffer;
   Stmt body;
-  bool on_stack;
+  MemScope scope;
 };
 
 struct IfThenElseNode : StmtNode {
@@ -78,11 +88,31 @@ struct IfThenElseNode : StmtNode {
   Stmt else_case;  // may be null
 };
 
+struct BarrierNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Barrier;
+  BarrierNode() : StmtNode(kKind) {}
+};
+
+struct GpuLaunchNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::GpuLaunch;
+  GpuLaunchNode(std::string n, Expr g, int t, Var bv, Var tv, Stmt b)
+      : StmtNode(kKind), name(std::move(n)), grid(std::move(g)), threads(t), block_var(std::move(bv)),
+        thread_var(std::move(tv)), body(std::move(b)) {}
+  std::string name;  // the kernel's name in the generated source
+  Expr grid;         // blocks, over the function's size variables
+  int threads;       // per block
+  Var block_var, thread_var;
+  Stmt body;
+};
+
 Stmt make_for(Var var, Expr extent, ForKind kind, Stmt body, int lanes = 1, int unroll_hint = 0);
 Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_store(BufferRef buffer, Expr index, Expr value);
 Stmt make_seq(std::vector<Stmt> stmts);
-Stmt make_allocate(BufferRef buffer, Stmt body, bool on_stack = false);
+Stmt make_allocate(BufferRef buffer, Stmt body, MemScope scope = MemScope::Heap);
+Stmt make_barrier();
+Stmt make_gpu_launch(std::string name, Expr grid, int threads, Var block_var, Var thread_var, Stmt body);
+const char* to_string(MemScope scope);
 
 // A lowered kernel: buffer arguments (inputs, then outputs), the symbolic
 // sizes it reads, and its body.

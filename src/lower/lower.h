@@ -3,9 +3,11 @@
 // Steps, in order: give every placeholder, output and materialized stage a
 // flat buffer; inline the stages the schedule marks inline (substituting their
 // bodies at each read); turn every remaining tensor read into a flat Load;
-// build each materialized stage's loop nest (fused parallel outer loop,
-// serial loops, vectorized innermost loop, reduction loops inside with the
-// accumulator in the output element); wrap intermediate buffers in Allocate.
+// build each materialized stage's code; wrap intermediate buffers in
+// Allocate. CPU lowering (lower/cpu) builds loop nests with a parallel outer
+// loop, vectorized inner loops and the anchor's tiled nest; GPU lowering
+// (lower/gpu) builds one kernel launch per materialized stage. What they
+// share (buffers, inlining, fused epilogues) is in stage_reads.h.
 #pragma once
 
 #include "loom/operator.h"
@@ -14,6 +16,10 @@
 
 namespace loom {
 
+// By the schedule's target kind.
 LoweredFunc lower(const Operator& op, const Schedule& schedule);
+
+LoweredFunc lower_cpu(const Operator& op, const Schedule& schedule);
+LoweredFunc lower_gpu(const Operator& op, const Schedule& schedule);
 
 }  // namespace loom

@@ -72,6 +72,8 @@ std::string Schedule::str() const {
 Schedule default_schedule(const Operator& op, const HwSpec& target) {
   const int lanes = target.kind == TargetKind::Cpu ? target.cpu.fp32_lanes() : 1;
   Schedule sched;
+  sched.target = target.kind;
+  if (target.kind == TargetKind::Gpu) sched.gpu_banks = target.gpu.shared_memory_banks;
   for (const te::Tensor& t : compute_stages(op)) {
     StageSchedule s;
     s.tensor = t;
@@ -95,7 +97,8 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
     }
     sched.stages.push_back(s);
   }
-  sched.row_axes = row_fusion_axes(op);
+  // GPUs run the stages as kernels one after another (a block per row is left for later).
+  sched.row_axes = target.kind == TargetKind::Cpu ? row_fusion_axes(op) : 0;
   return sched;
 }
 

@@ -22,6 +22,39 @@ bool move_tile(State& s, int l, int a, int64_t want, const AnchorInfo& anchor, c
   return s->tile[l][a] == want;
 }
 
+// Cache levels inner to outer, then the parallel level, then registers.
+bool move_cpu_tiles(State& s, const StateData& goal, const AnchorInfo& anchor, const HwSpec& target) {
+  for (int l = s->reg_level() - 1; l >= 1; --l)
+    for (int a = 0; a < s->num_axes; ++a)
+      if (!move_tile(s, l, a, goal.tile[l][a], anchor, target)) return false;
+  for (int a = 0; a < s->num_spatial; ++a)
+    if (!move_tile(s, 0, a, goal.tile[0][a], anchor, target)) return false;
+  for (int a = 0; a < s->num_axes; ++a)
+    if (!move_tile(s, s->reg_level(), a, goal.tile[s->reg_level()][a], anchor, target)) return false;
+  return true;
+}
+
+// GPU tiles grow together (a block tile alone would be one thread with too
+// many outputs): repeatedly take the innermost growth that stays legal, does
+// not pass the goal and divides the goal's outer tile, until none is left.
+bool grow_gpu_tiles(State& s, const StateData& goal, const AnchorInfo& anchor, const HwSpec& target) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int l = s->reg_level(); l >= 0 && !moved; --l)
+      for (int a = 0; a < s->num_axes && !moved; ++a) {
+        if (s->tile[l][a] >= goal.tile[l][a]) continue;
+        StepResult r = apply_step(*s, {StepKind::TileGrow, l, a}, anchor, target);
+        // An inner tile only takes sizes dividing its goal's outer tile (else that one could not be reached).
+        const int64_t next = r ? r.state->tile[l][a] : 0;
+        if (r && next <= goal.tile[l][a] && (l == 0 || goal.tile[l - 1][a] % next == 0)) {
+          s = r.state;
+          moved = true;
+        }
+      }
+  }
+  return s->tile == goal.tile;
+}
+
 }  // namespace
 
 State state_with_path(const AnchorInfo& anchor, const HwSpec& target, const StateData& goal) {
@@ -42,14 +75,9 @@ State state_with_path(const AnchorInfo& anchor, const HwSpec& target, const Stat
         }
       }
     }
-  // Cache levels inner to outer, then the parallel level, then registers.
-  for (int l = s->reg_level() - 1; l >= 1; --l)
-    for (int a = 0; a < s->num_axes; ++a)
-      if (!move_tile(s, l, a, goal.tile[l][a], anchor, target)) return nullptr;
-  for (int a = 0; a < s->num_spatial; ++a)
-    if (!move_tile(s, 0, a, goal.tile[0][a], anchor, target)) return nullptr;
-  for (int a = 0; a < s->num_axes; ++a)
-    if (!move_tile(s, s->reg_level(), a, goal.tile[s->reg_level()][a], anchor, target)) return nullptr;
+  const bool tiles = target.kind == TargetKind::Gpu ? grow_gpu_tiles(s, goal, anchor, target)
+                                                    : move_cpu_tiles(s, goal, anchor, target);
+  if (!tiles) return nullptr;
   if (goal.unroll != s->unroll && !apply(s, {StepKind::Unroll, goal.unroll, 0}, anchor, target)) return nullptr;
   for (size_t i = 0; i < goal.pack.size(); ++i)
     if (goal.pack[i] != s->pack[i] && !apply(s, {StepKind::Pack, int(i), goal.pack[i]}, anchor, target)) return nullptr;

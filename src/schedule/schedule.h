@@ -35,8 +35,10 @@ struct AnchorInfo;
 struct Task;
 
 struct Schedule {
+  TargetKind target = TargetKind::Cpu;  // which lowering builds it
+  int gpu_banks = 32;                   // GPU: shared-memory banks (padding of staged tiles)
   std::vector<StageSchedule> stages;  // compute tensors, producers first
-  // Row fusion (row_fusion.h): when row_axes > 0, every stage is computed
+  // Row fusion (row_fusion.h, CPU only): when row_axes > 0, every stage is computed
   // row by row inside one parallel loop over the leading row_axes axes,
   // rows_per_task rows per parallel task, each stage's row vectorized at
   // its vector_width; the stages' own parallel axes and states are unused.

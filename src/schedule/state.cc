@@ -85,8 +85,14 @@ State initial_state(const AnchorInfo& anchor, const HwSpec& target) {
   }
   s->tile = TileTable(levels, s->num_axes);
   s->order = OrderTable(s->num_axes);
+  // A GPU state starts from one thread per block computing one output, the
+  // reduction in steps of one; a CPU state from the whole extent per tile.
+  const bool gpu = target.kind == TargetKind::Gpu;
   for (int l = 0; l < levels; ++l) {
-    for (int a = 0; a < s->num_axes; ++a) s->tile[l][a] = l == levels - 1 ? 1 : full[a];
+    for (int a = 0; a < s->num_axes; ++a) {
+      const bool whole = gpu ? l == 0 && anchor.is_reduce_axis(a) : l < levels - 1;
+      s->tile[l][a] = whole ? full[a] : 1;
+    }
     s->order.add_level(l == 0 || l == levels - 1 ? spatial : all_axes);
   }
   s->pack.assign(anchor.accesses.size(), -1);

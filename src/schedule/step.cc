@@ -5,6 +5,7 @@
 
 #include "loom/hwspec.h"
 #include "schedule/anchor.h"
+#include "schedule/gpu_tiles.h"
 #include "schedule/state.h"
 
 namespace loom {
@@ -103,8 +104,14 @@ Reason unroll(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSp
   return {};
 }
 
-Reason pack(StateData& s, const Step& st, const AnchorInfo&, const HwSpec& target) {
+Reason pack(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
   if (st.a < 0 || st.a >= int(s.pack.size())) return {"no such access"};
+  if (target.kind == TargetKind::Gpu) {  // staged in shared memory at each reduction step, or not
+    if (!anchor.is_reduction) return {"shared-memory staging needs a reduction step"};
+    if (st.b >= 0 && st.b != s.make_pack_point(1, 0)) return {"a GPU pack point is the reduction step"};
+    s.pack[st.a] = st.b;
+    return {};
+  }
   if (st.b >= 0) {
     int level = s.pack_level(st.b), pos = s.pack_position(st.b);
     if (level < 1 || level >= s.reg_level() || pos > int(s.order[level].size()))
@@ -185,22 +192,43 @@ Reason check_cpu(const StateData& s, const AnchorInfo& anchor, const HwSpec& tar
   return {};
 }
 
-Reason check_gpu(const StateData& s, const AnchorInfo&, const HwSpec& target) {
-  int64_t threads = 1, per_thread = 1;
-  for (int a = 0; a < s.num_spatial; ++a) {
-    threads *= s.tile[1][a] / s.tile[2][a];
-    per_thread *= s.tile[0][a] / s.tile[1][a] * s.tile[2][a];
-  }
-  if (threads > target.gpu.max_threads_per_block)
-    return {"block of {value} threads exceeds max_threads_per_block {limit}", threads, target.gpu.max_threads_per_block};
-  if (per_thread + 16 > target.gpu.max_registers_per_thread)
-    return {"thread tile needs about {value} registers, max {limit}", per_thread + 16, target.gpu.max_registers_per_thread};
+Reason check_gpu(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
+  const GpuSpec& gpu = target.gpu;
+  const GpuTiles g = GpuTiles::of(s, anchor);
+  if (g.threads > gpu.max_threads_per_block)
+    return {"block of {value} threads exceeds max_threads_per_block {limit}", g.threads, gpu.max_threads_per_block};
+  const int64_t registers = gpu_register_estimate(s, anchor);
+  if (registers > gpu.max_registers_per_thread)
+    return {"thread tile needs about {value} registers, max {limit}", registers, gpu.max_registers_per_thread};
+  const int64_t shared = g.shared_bytes(s, anchor, gpu.shared_memory_banks);
+  if (shared > gpu.shared_memory_per_block)
+    return {"staged tiles take {value} bytes of shared memory, the block has {limit}", shared,
+            gpu.shared_memory_per_block};
+  if (s.unroll > 1 && !anchor.is_reduction) return {"no reduction loop to unroll"};
   return {};
 }
 
 }  // namespace
 
 const char* step_name(StepKind kind) { return def(kind).name; }
+
+int64_t gpu_register_estimate(const StateData& s, const AnchorInfo& anchor) {
+  const GpuTiles g = GpuTiles::of(s, anchor);
+  // Accumulators; the operands of one reduction position (per access, the
+  // thread's outputs it varies over: an outer product's two vectors), held
+  // for two positions when the reduction loop is unrolled (ptxas keeps no more), at 5/3
+  // registers each (their addresses come along); and ~20 for indices and
+  // pointers. The coefficients are a least-squares fit to ptxas's counts for
+  // construction's top-1 on the benchmark shapes (sm_80 and sm_90).
+  int64_t operands = 0;
+  for (const Access& x : anchor.accesses) {
+    int64_t n = 1;
+    for (int a = 0; a < s.num_spatial; ++a)
+      if (x.uses_axis[size_t(a)]) n *= g.vthreads[a] * g.thread_tile[a];
+    operands += n;
+  }
+  return (anchor.is_reduction ? g.per_thread : 0) + 5 * operands * std::min(s.unroll, 2) / 3 + 20;
+}
 
 int64_t private_cache_bytes(const CpuSpec& cpu, int from_inner) {
   int count = 0;
@@ -289,6 +317,12 @@ std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, 
     for (int a = 0; a < s.num_spatial; ++a) {
       steps.push_back({StepKind::VThread, a, 2});
       steps.push_back({StepKind::VThread, a, 0});
+    }
+    if (anchor.is_reduction) {
+      for (int i = 0; i < int(s.pack.size()); ++i)
+        steps.push_back({StepKind::Pack, i, s.pack[size_t(i)] < 0 ? s.make_pack_point(1, 0) : -1});
+      if (s.unroll < 8) steps.push_back({StepKind::Unroll, s.unroll * 2, 0});
+      if (s.unroll > 1) steps.push_back({StepKind::Unroll, s.unroll / 2, 0});
     }
   }
   if (anchor.consumer.defined()) steps.push_back({StepKind::Fuse, s.fuse ? 0 : 1, 0});

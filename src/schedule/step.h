@@ -65,6 +65,9 @@ std::string check_legal(const StateData& state, const AnchorInfo& anchor, const 
 
 const char* step_name(StepKind kind);
 
+// Registers per thread a GPU state needs, about (the model's estimate, checked against ptxas in tests).
+int64_t gpu_register_estimate(const StateData& state, const AnchorInfo& anchor);
+
 // Capacity of the private cache `from_inner` levels out from L1 (clamped).
 int64_t private_cache_bytes(const CpuSpec& cpu, int from_inner);
 

@@ -51,6 +51,18 @@ void create_directories(const std::string& dir, const std::string& role) {
                     "); set LOOM_CACHE_DIR to a writable directory");
 }
 
+namespace {
+
+// The directory of the library or executable holding this code.
+std::string code_directory() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&code_directory), &info) == 0 || !info.dli_fname) return "";
+  std::string here = info.dli_fname;
+  return here.find('/') == std::string::npos ? "." : here.substr(0, here.rfind('/'));
+}
+
+}  // namespace
+
 std::string hwspec_directory() {
   auto is_dir = [](const std::string& d) {
     struct stat st;
@@ -58,12 +70,20 @@ std::string hwspec_directory() {
   };
   std::string dir = environment("LOOM_HWSPEC_DIR");
   if (!dir.empty()) return dir;
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&hwspec_directory), &info) == 0 || !info.dli_fname) return "";
-  std::string here = info.dli_fname;
-  here = here.find('/') == std::string::npos ? "." : here.substr(0, here.rfind('/'));
+  const std::string here = code_directory();
+  if (here.empty()) return "";
   for (const char* relative : {"/../share/loom/hwspecs", "/share/loom/hwspecs"})
     if (is_dir(here + relative)) return here + relative;
+  return "";
+}
+
+std::string helper_program(const std::string& name, const char* env_name) {
+  std::string path = environment(env_name);
+  if (!path.empty()) return path;
+  const std::string here = code_directory();
+  if (here.empty()) return "";
+  for (const char* relative : {"/", "/../", "/../bin/", "/../libexec/loom/"})
+    if (access((here + relative + name).c_str(), X_OK) == 0) return here + relative + name;
   return "";
 }
 

@@ -18,6 +18,12 @@ std::string cache_directory();
 // an executable linking it statically). Empty when none exists.
 std::string hwspec_directory();
 
+// A helper program shipped with loom (e.g. loom-opencl-runner): $<ENV_NAME>
+// when set, else found beside or above the file that holds this code, as
+// hwspec_directory() (build tree: the build root; installed: bin/ or
+// libexec/loom/). Empty when none exists.
+std::string helper_program(const std::string& name, const char* env_name);
+
 // mkdir -p; UserError naming the `role` and the directory when it cannot be made.
 void create_directories(const std::string& dir, const std::string& role);
 

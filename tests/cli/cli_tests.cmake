@@ -28,7 +28,9 @@ cli_test(not_key_value 2 "argument '17' is not <param>=<value>" run matmul 17 N=
 cli_test(unknown_strategy 2 "unknown strategy 'magic'" run matmul M=2 N=2 K=2 --strategy=magic)
 cli_test(bad_threads 2 "--threads='two' is not an integer" run matmul M=2 N=2 K=2 --threads=two)
 cli_test(unknown_hwspec 2 "unknown hwspec 'cray1'" run matmul M=2 N=2 K=2 --hwspec=cray1)
-cli_test(gpu_hwspec 2 "describes a GPU" run matmul M=2 N=2 K=2 --hwspec=h100)
+cli_test(gpu_hwspec 0 "\"executed_on\":\"opencl-cpu\".*\"ok\":true" run matmul M=2 N=3 K=5 --hwspec=h100 --json)
+cli_test(gpu_bad_capability 2 "field 'gpu.compute_capability': value 'nine' is not of the form MAJOR.MINOR"
+         run matmul M=2 N=3 K=5 --hwspec=${CMAKE_CURRENT_SOURCE_DIR}/cli/bad_gpu_spec.yaml)
 cli_test(bad_hwspec_file 2 "bad_spec.yaml: field 'cpu.vector_bits': value '100'"
          run matmul M=2 N=2 K=2 --hwspec=${CMAKE_CURRENT_SOURCE_DIR}/cli/bad_spec.yaml)
 cli_test(unknown_option 2 "unknown option '--fast'" run matmul M=2 N=2 K=2 --fast)

@@ -159,24 +159,6 @@ TEST(States, IllegalStepsAreCheapFailuresNamingTheLimit) {
   EXPECT_FALSE(apply_step(*s, {StepKind::TileGrow, 0, 2}, anchor, hw));  // reductions are not split across threads
 }
 
-TEST(States, GpuLegalityReadsTheGpuSpec) {
-  Operator op = make_operator("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}});
-  HwSpec hw = load_hwspec("v100");
-  AnchorInfo anchor = analyze_anchor(op);
-  State s = initial_state(anchor, hw);
-  EXPECT_EQ(s->levels(), 3);
-  // Growing the thread grid (vthread tile / thread tile) past 1024 threads is illegal.
-  StepResult r{s, ""};
-  std::string why;
-  for (int i = 0; i < 40 && r; ++i) {
-    StepResult next = apply_step(*r.state, {StepKind::TileShrink, 2, i % 2}, anchor, hw);
-    if (next) { r = next; continue; }
-    why = next.why();
-    break;
-  }
-  EXPECT_NE(why, "");
-}
-
 TEST(States, ParseRejectsCorruptRecords) {
   EXPECT_USER_ERROR(parse_steps("tile_grow 1\n"), "line 1");
   EXPECT_USER_ERROR(parse_steps("tile_grow 1 2\nwarp_speed 1 2\n"), "unknown step 'warp_speed'");

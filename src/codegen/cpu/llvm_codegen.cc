@@ -237,7 +237,9 @@ class FunctionEmitter {
   }
 
   void allocate(const AllocateNode* a) {
-    if (a->on_stack) {
+    LOOM_INTERNAL_CHECK(a->scope == MemScope::Heap || a->scope == MemScope::Stack, "CPU code with a ",
+                        to_string(a->scope), " buffer");
+    if (a->scope == MemScope::Stack) {
       auto n = product(a->buffer->shape).as_const_int();
       LOOM_INTERNAL_CHECK(n.has_value(), "stack buffer ", a->buffer->name, " needs a constant size");
       Function* fn = b_.GetInsertBlock()->getParent();

@@ -1,4 +1,4 @@
-#include "lower/tiled_nest.h"
+#include "lower/cpu/tiled_nest.h"
 
 #include <algorithm>
 #include <optional>
@@ -487,7 +487,7 @@ class TiledNest {
       value = last.defined() ? select(last, final_value, value) : final_value;
     }
     Stmt write = wrap(el, make_store(in_.out, out_index, value));
-    return make_allocate(acc, make_seq({init, update, write}), /*on_stack=*/true);
+    return make_allocate(acc, make_seq({init, update, write}), MemScope::Stack);
   }
 
   const TiledNestInputs& in_;

@@ -1,0 +1,39 @@
+// The GPU program of a lowered function as source text, in two dialects:
+// CUDA C (compiled by NVRTC for NVIDIA GPUs: the product) and OpenCL C
+// (run by any OpenCL implementation, PoCL on the CPU in tests: its
+// executable twin). One printer: the dialects differ only in qualifiers,
+// index builtins, barriers and math function names.
+//
+// Every kernel takes the same parameters, in order: the function's buffers
+// (LoweredFunc::args), the global temporaries of the host program (heap
+// Allocates around the launches, outermost first), then the size variables
+// as 64-bit integers. Launch i of the host program is kernels[i].
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lower/loop_ir.h"
+
+namespace loom::codegen {
+
+enum class GpuDialect { Cuda, OpenCL };
+
+struct GpuKernelInfo {
+  std::string name;
+  int threads = 1;  // per block
+};
+
+struct GpuSource {
+  std::string text;
+  std::vector<GpuKernelInfo> kernels;  // in launch order
+};
+
+GpuSource print_gpu_source(const LoweredFunc& func, GpuDialect dialect);
+
+// The global temporaries of a GPU function's host program, outermost first.
+std::vector<BufferRef> gpu_temporaries(const LoweredFunc& func);
+// Its launches, in order.
+std::vector<const GpuLaunchNode*> gpu_launches(const LoweredFunc& func);
+
+}  // namespace loom::codegen

@@ -1,0 +1,243 @@
+#include "lower/lower.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/analysis.h"
+#include "lower/cpu/tiled_nest.h"
+#include "lower/stage_reads.h"
+#include "schedule/anchor.h"
+
+namespace loom {
+
+namespace {
+
+class Lowerer {
+ public:
+  Lowerer(const Operator& op, const Schedule& schedule) : op_(op), schedule_(schedule) {}
+
+  LoweredFunc run() {
+    LoweredFunc f;
+    f.name = op_.name;
+    f.size_vars = op_.size_vars;
+    for (const auto& t : op_.inputs) f.args.push_back(buffer_for(t));
+    for (const auto& t : op_.outputs) f.args.push_back(buffer_for(t));
+    if (schedule_.row_axes > 0) {
+      f.body = fused_rows();
+      return f;
+    }
+
+    std::vector<Stmt> nests;
+    std::vector<BufferRef> scratch;
+    for (const StageSchedule& s : schedule_.stages) {
+      const TensorNode* node = s.tensor.get();
+      if (s.fused) continue;  // produced by the anchor's nest
+      if (s.state) {
+        const StageSchedule* consumer = fused_consumer(schedule_);
+        const te::Tensor& target = consumer ? consumer->tensor : s.tensor;
+        if (!reads_.has_buffer(target.get())) scratch.push_back(buffer_for(target));
+        nests.push_back(tiled_nest(s, consumer));
+        continue;
+      }
+      Expr body = rewrite(node->body);
+      if (s.inlined) {
+        reads_.inline_stage(node, body);
+        continue;
+      }
+      if (!reads_.has_buffer(node)) scratch.push_back(buffer_for(s.tensor));
+      nests.push_back(stage_nest(s, body));
+    }
+    Stmt body = make_seq(nests);
+    for (auto it = scratch.rbegin(); it != scratch.rend(); ++it) body = make_allocate(*it, body);
+    f.body = body;
+    return f;
+  }
+
+ private:
+  BufferRef buffer_for(const te::Tensor& t) { return reads_.buffer_for(t); }
+  Expr rewrite(const Expr& e) { return reads_.rewrite(e); }
+
+  Stmt tiled_nest(const StageSchedule& s, const StageSchedule* consumer) {
+    LOOM_INTERNAL_CHECK(schedule_.anchor != nullptr, "a tiled stage without its anchor analysis");
+    const AnchorInfo& anchor = *schedule_.anchor;
+    LOOM_INTERNAL_CHECK(anchor.stage.get() == s.tensor.get(), "state given to a stage that is not the anchor");
+    TiledNestInputs in;
+    in.anchor = &anchor;
+    in.state = s.state.get();
+    in.lower_reads = [this](const Expr& e) { return rewrite(e); };
+    in.out = buffer_for(consumer ? consumer->tensor : s.tensor);
+    if (consumer) in.epilogue = reads_.epilogue(consumer->tensor, s.tensor);
+    return lower_tiled_nest(in);
+  }
+
+  Stmt stage_nest(const StageSchedule& s, const Expr& body) {
+    const TensorNode* node = s.tensor.get();
+    const int rank = int(node->axes.size());
+    const int fused = s.parallel_axes;
+
+    // The value of each axis inside the nest: its own loop variable, or a
+    // piece of the fused parallel variable.
+    Var fused_var(node->name + "_outer");
+    std::vector<Expr> axis_values(node->axes.begin(), node->axes.end());
+    if (fused == 1) fused_var = node->axes[0];
+    if (fused > 1) {
+      const std::vector<Expr> outer = unflatten_index(fused_var, {node->shape.begin(), node->shape.begin() + fused});
+      std::copy(outer.begin(), outer.end(), axis_values.begin());
+    }
+    VarMap at_axes;
+    for (int d = 0; d < rank; ++d) at_axes[node->axes[d].get()] = axis_values[d];
+
+    BufferRef out = buffer_for(s.tensor);
+    Expr index = flatten_index(axis_values, node->shape);
+    Stmt inner;
+    if (auto* red = body.get()->as<ReduceNode>()) {
+      Expr source = substitute(red->source, at_axes);
+      Expr acc = make_load(out, index);
+      Stmt update = make_store(out, index, reduce_combine(red->op, acc, source));
+      for (auto it = red->axes.rbegin(); it != red->axes.rend(); ++it)
+        update = make_for(it->var, it->extent, ForKind::Serial, update);
+      inner = make_seq({make_store(out, index, reduce_identity(red->op, red->dtype)), update});
+    } else {
+      inner = make_store(out, index, substitute(body, at_axes));
+    }
+
+    for (int d = rank - 1; d >= fused; --d) {
+      bool vec = d == s.vector_axis;
+      inner = make_for(node->axes[d], node->shape[d], vec ? ForKind::Vectorized : ForKind::Serial, inner,
+                       vec ? s.vector_width : 1);
+    }
+    if (fused > 0) {
+      std::vector<Expr> outer(node->shape.begin(), node->shape.begin() + fused);
+      inner = make_for(fused_var, product(outer), ForKind::Parallel, inner);
+    }
+    return inner;
+  }
+
+  // Row fusion (schedule/row_fusion.h): one parallel loop over tasks of
+  // rows_per_task rows; in each row, every stage in producer order. Outputs
+  // are stored in place; the other stages into row-local buffers (the
+  // stack when small and of constant size), so nothing of full size is
+  // materialized and a row's data stays in L1 between stages.
+  Stmt fused_rows() {
+    const int R = schedule_.row_axes;
+    const std::vector<Expr>& shape = schedule_.stages.back().tensor.shape();
+    const std::vector<Expr> row_shape(shape.begin(), shape.begin() + R);
+    const Expr rows = product(row_shape);
+    const Expr per_task = make_int(std::max<int64_t>(1, schedule_.rows_per_task));
+    Var task("row_task"), in_task("row_in_task");
+    const std::vector<Expr> row_index = unflatten_index(Expr(task) * per_task + in_task, row_shape);
+    std::vector<Stmt> stages;
+    std::vector<BufferRef> locals;
+    for (const StageSchedule& s : schedule_.stages) {
+      const TensorNode* node = s.tensor.get();
+      Expr body = rewrite(node->body);
+      if (s.inlined) {
+        reads_.inline_stage(node, body);
+        continue;
+      }
+      BufferRef out = buffer_for(s.tensor);
+      const bool stored_in_place =
+          std::any_of(op_.outputs.begin(), op_.outputs.end(), [&](const te::Tensor& o) { return o.get() == node; });
+      if (!stored_in_place) {
+        std::vector<Expr> rest(node->shape.begin() + R, node->shape.end());
+        auto local = std::make_shared<BufferNode>(BufferNode{node->name + "_row", node->dtype, rest});
+        reads_.read_row_locally(node, local, R);
+        locals.push_back(local);
+        out = local;
+      }
+      stages.push_back(row_stage(s, body, row_index, stored_in_place, out));
+    }
+    Stmt per_row = make_seq(stages);
+    // The last task may hold fewer rows.
+    Expr count = min(per_task, rows - Expr(task) * per_task);
+    Stmt task_body = make_for(in_task, count, ForKind::Serial, per_row);
+    for (auto it = locals.rbegin(); it != locals.rend(); ++it) {
+      auto n = product((*it)->shape).as_const_int();
+      const bool small = n && *n * (*it)->dtype.bytes() <= kStackRowBytes;
+      task_body = make_allocate(*it, task_body, small ? MemScope::Stack : MemScope::Heap);
+    }
+    return make_for(task, (rows + per_task - 1) / per_task, ForKind::Parallel, task_body);
+  }
+
+  // One stage over one row: loops over its axes after the row axes, the
+  // innermost vectorized; a reduction accumulates in vector lanes over its
+  // innermost reduction axis, then combines the lanes.
+  Stmt row_stage(const StageSchedule& s, const Expr& body, const std::vector<Expr>& row_index, bool in_place,
+                 const BufferRef& out) {
+    const TensorNode* node = s.tensor.get();
+    const size_t R = row_index.size(), rank = node->axes.size();
+    VarMap at;
+    for (size_t d = 0; d < R; ++d) at[node->axes[d].get()] = row_index[d];
+    // In place: the element's index in the whole tensor; else in the row.
+    std::vector<Expr> coords(node->axes.begin(), node->axes.end());
+    for (size_t d = 0; d < R; ++d) coords[d] = row_index[d];
+    Expr index = in_place ? flatten_index(coords, node->shape)
+                          : flatten_index({coords.begin() + R, coords.end()}, {node->shape.begin() + R, node->shape.end()});
+    const int W = std::max(1, s.vector_width);
+    const auto* red = body.get()->as<ReduceNode>();
+    Stmt inner = red ? row_reduction(*red, substitute(red->source, at), std::max(1, s.reduce_width),
+                                     std::max(1, s.accumulators), out, index)
+                     : make_store(out, index, substitute(body, at));
+    for (size_t d = rank; d-- > R;) {
+      const bool vec = d + 1 == rank && W > 1 && !red;
+      inner = make_for(node->axes[d], node->shape[d], vec ? ForKind::Vectorized : ForKind::Serial, inner,
+                       vec ? W : 1);
+    }
+    return inner;
+  }
+
+  // A reduction of one row into out[index]: U x W lane-wise partial results
+  // (U independent vectors hide the combine's latency) over blocks of the
+  // innermost reduction axis, then its remainder, the outer reduction axes
+  // serial around both; then the lanes combined.
+  Stmt row_reduction(const ReduceNode& red, const Expr& source, int W, int U, const BufferRef& out,
+                     const Expr& index) {
+    const int lanes = W * U;
+    auto acc = std::make_shared<BufferNode>(BufferNode{"row_acc", red.dtype, {make_int(lanes)}});
+    auto combine = [&](const Expr& x, const Expr& y) { return reduce_combine(red.op, x, y); };
+    Var q("q");
+    Stmt init = make_for(q, make_int(lanes), ForKind::Serial, make_store(acc, q, reduce_identity(red.op, red.dtype)));
+    const Var& k = red.axes.back().var;
+    const Expr& K = red.axes.back().extent;
+    auto accumulate = [&](const Expr& lane, const Expr& at_k) {
+      VarMap m{{k.get(), at_k}};
+      return make_store(acc, lane, combine(make_load(acc, lane), substitute(source, m)));
+    };
+    Var b("rb"), u("ru"), l("rl"), t("rt");
+    Stmt step = make_for(l, make_int(W), W > 1 ? ForKind::Vectorized : ForKind::Serial,
+                         accumulate(Expr(u) * W + l, (Expr(b) * U + u) * W + l), W > 1 ? W : 1);
+    step = make_for(u, make_int(U), U > 1 ? ForKind::Unrolled : ForKind::Serial, step);
+    const Expr done = K / lanes * lanes;
+    // The remainder (fewer than U x W elements) into lanes 0, 1, ... in
+    // vectors as wide as it allows.
+    Stmt update = make_seq({make_for(b, K / lanes, ForKind::Serial, step),
+                            make_for(t, K - done, W > 1 ? ForKind::Vectorized : ForKind::Serial,
+                                     accumulate(t, done + t), W > 1 ? W : 1)});
+    for (size_t a = red.axes.size() - 1; a-- > 0;)
+      update = make_for(red.axes[a].var, red.axes[a].extent, ForKind::Serial, update);
+    // Lanes combined in halves (the U vectors first, then within one): a
+    // tree of depth log2(lanes) that maps onto vector operations.
+    std::vector<Expr> partial;
+    for (int i = 0; i < lanes; ++i) partial.push_back(make_load(acc, make_int(i)));
+    while (partial.size() > 1) {
+      const size_t half = partial.size() / 2;
+      std::vector<Expr> next;
+      for (size_t i = 0; i < half; ++i) next.push_back(combine(partial[i], partial[i + half]));
+      if (partial.size() % 2) next.push_back(partial.back());
+      partial = std::move(next);
+    }
+    return make_allocate(acc, make_seq({init, update, make_store(out, index, partial[0])}), MemScope::Stack);
+  }
+
+  static constexpr int64_t kStackRowBytes = 16 << 10;
+
+  const Operator& op_;
+  const Schedule& schedule_;
+  StageReads reads_;
+};
+
+}  // namespace
+
+LoweredFunc lower_cpu(const Operator& op, const Schedule& schedule) { return Lowerer(op, schedule).run(); }
+
+}  // namespace loom

@@ -1,0 +1,59 @@
+#include "lower/stage_reads.h"
+
+#include "ir/analysis.h"
+
+namespace loom {
+
+BufferRef StageReads::buffer_for(const te::Tensor& t) {
+  auto it = buffers_.find(t.get());
+  if (it != buffers_.end()) return it->second;
+  auto b = std::make_shared<BufferNode>(BufferNode{t.name(), t.dtype(), t.shape()});
+  buffers_[t.get()] = b;
+  return b;
+}
+
+void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_axes) {
+  row_local_[t] = RowLocal{std::move(row), row_axes};
+}
+
+Expr StageReads::rewrite(const Expr& e) {
+  return transform(e, [&](const Expr& x) -> std::optional<Expr> {
+    auto* r = x.get()->as<TensorReadNode>();
+    if (!r) return std::nullopt;
+    const TensorNode* t = r->tensor.get();
+    if (auto it = inlined_.find(t); it != inlined_.end()) {
+      VarMap map;
+      for (size_t d = 0; d < t->axes.size(); ++d) map[t->axes[d].get()] = r->indices[d];
+      return substitute(it->second, map);
+    }
+    if (auto it = row_local_.find(t); it != row_local_.end()) {  // this row's part of a fused stage
+      const size_t rows = size_t(it->second.row_axes);
+      std::vector<Expr> rest(r->indices.begin() + rows, r->indices.end());
+      return make_load(it->second.buffer, flatten_index(rest, {t->shape.begin() + rows, t->shape.end()}));
+    }
+    return make_load(buffer_for(r->tensor), flatten_index(r->indices, t->shape));
+  });
+}
+
+StageReads::Epilogue StageReads::epilogue(const te::Tensor& consumer, const te::Tensor& anchor) {
+  const TensorNode* c = consumer.get();
+  const TensorNode* a = anchor.get();
+  return [this, c, a](const Expr& value, const std::vector<Expr>& coords) {
+    VarMap at;
+    for (size_t d = 0; d < c->axes.size(); ++d) at[c->axes[d].get()] = coords[d];
+    Expr body = transform(c->body, [&](const Expr& x) -> std::optional<Expr> {
+      auto* r = x.get()->as<TensorReadNode>();
+      if (r && r->tensor.get() == a) return value;
+      return std::nullopt;
+    });
+    return rewrite(substitute(body, at));
+  };
+}
+
+const StageSchedule* fused_consumer(const Schedule& schedule) {
+  for (const StageSchedule& s : schedule.stages)
+    if (s.fused) return &s;
+  return nullptr;
+}
+
+}  // namespace loom

@@ -1,0 +1,45 @@
+// What CPU and GPU lowering share: one flat buffer per tensor, and the reads
+// of an expression lowered: reads of inlined producers replaced by their
+// bodies, reads of a row-local stage by loads of its row buffer (CPU row
+// fusion), every other read by a flat Load of the tensor's buffer.
+#pragma once
+
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/expr_nodes.h"
+#include "schedule/schedule.h"
+
+namespace loom {
+
+class StageReads {
+ public:
+  // The tensor's buffer, created on first use.
+  BufferRef buffer_for(const te::Tensor& t);
+  bool has_buffer(const TensorNode* t) const { return buffers_.count(t) != 0; }
+  // Reads of `t` become `body` (already lowered) at the read's indices.
+  void inline_stage(const TensorNode* t, Expr body) { inlined_[t] = std::move(body); }
+  // Reads of `t` become loads of `row` indexed by their dimensions after the first `row_axes`.
+  void read_row_locally(const TensorNode* t, BufferRef row, int row_axes);
+  Expr rewrite(const Expr& e);
+
+  // The value of the element-wise `consumer` at `coords`, given the value of
+  // the `anchor` it reads at the same point (a fused write-back), lowered.
+  using Epilogue = std::function<Expr(const Expr& value, const std::vector<Expr>& coords)>;
+  Epilogue epilogue(const te::Tensor& consumer, const te::Tensor& anchor);
+
+ private:
+  struct RowLocal {
+    BufferRef buffer;
+    int row_axes;
+  };
+  std::unordered_map<const TensorNode*, BufferRef> buffers_;
+  std::unordered_map<const TensorNode*, Expr> inlined_;
+  std::unordered_map<const TensorNode*, RowLocal> row_local_;
+};
+
+// The stage the schedule fuses into the anchor's write-back, or null.
+const StageSchedule* fused_consumer(const Schedule& schedule);
+
+}  // namespace loom

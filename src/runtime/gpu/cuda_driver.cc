@@ -1,0 +1,204 @@
+#include "runtime/gpu/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "loom/error.h"
+
+namespace loom {
+
+namespace {
+
+// The part of the driver API loom uses (cuda.h), declared here: no header or library is needed to build.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using Handle = void*;
+
+struct Driver {
+  CUresult (*init)(unsigned) = nullptr;
+  CUresult (*device_get)(CUdevice*, int) = nullptr;
+  CUresult (*device_count)(int*) = nullptr;
+  CUresult (*device_name)(char*, int, CUdevice) = nullptr;
+  CUresult (*device_attribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*primary_retain)(Handle*, CUdevice) = nullptr;
+  CUresult (*ctx_set_current)(Handle) = nullptr;
+  CUresult (*module_load)(Handle*, const void*) = nullptr;
+  CUresult (*module_function)(Handle*, Handle, const char*) = nullptr;
+  CUresult (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*mem_free)(CUdeviceptr) = nullptr;
+  CUresult (*copy_in)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*copy_out)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*launch)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**,
+                     void**) = nullptr;
+  CUresult (*synchronize)() = nullptr;
+  CUresult (*event_create)(Handle*, unsigned) = nullptr;
+  CUresult (*event_record)(Handle, Handle) = nullptr;
+  CUresult (*event_synchronize)(Handle) = nullptr;
+  CUresult (*event_elapsed)(float*, Handle, Handle) = nullptr;
+  CUresult (*event_destroy)(Handle) = nullptr;
+  CUdevice device = 0;
+  Handle context = nullptr;
+  std::string name;
+  std::string error;
+};
+
+template <typename F>
+bool bind(void* lib, const char* name, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  return fn != nullptr;
+}
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver d;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      d.error = "no CUDA driver (libcuda.so.1)";
+      return d;
+    }
+    bool ok = bind(lib, "cuInit", d.init) && bind(lib, "cuDeviceGet", d.device_get) &&
+              bind(lib, "cuDeviceGetCount", d.device_count) && bind(lib, "cuDeviceGetName", d.device_name) &&
+              bind(lib, "cuDeviceGetAttribute", d.device_attribute) &&
+              bind(lib, "cuDevicePrimaryCtxRetain", d.primary_retain) &&
+              bind(lib, "cuCtxSetCurrent", d.ctx_set_current) && bind(lib, "cuModuleLoadData", d.module_load) &&
+              bind(lib, "cuModuleGetFunction", d.module_function) && bind(lib, "cuMemAlloc_v2", d.mem_alloc) &&
+              bind(lib, "cuMemFree_v2", d.mem_free) && bind(lib, "cuMemcpyHtoD_v2", d.copy_in) &&
+              bind(lib, "cuMemcpyDtoH_v2", d.copy_out) && bind(lib, "cuLaunchKernel", d.launch) &&
+              bind(lib, "cuCtxSynchronize", d.synchronize) && bind(lib, "cuEventCreate", d.event_create) &&
+              bind(lib, "cuEventRecord", d.event_record) && bind(lib, "cuEventSynchronize", d.event_synchronize) &&
+              bind(lib, "cuEventElapsedTime", d.event_elapsed) && bind(lib, "cuEventDestroy_v2", d.event_destroy);
+    int count = 0;
+    if (!ok) d.error = "the CUDA driver lacks a function loom needs";
+    else if (d.init(0) != 0) d.error = "cuInit failed (no usable NVIDIA driver)";
+    else if (d.device_count(&count) != 0 || count == 0) d.error = "no CUDA device";
+    else if (d.device_get(&d.device, 0) != 0 || d.primary_retain(&d.context, d.device) != 0)
+      d.error = "the CUDA device cannot be opened";
+    if (d.error.empty()) {
+      char name[256] = {0};
+      d.device_name(name, sizeof name - 1, d.device);
+      d.name = name;
+    }
+    return d;
+  }();
+  return d;
+}
+
+void check(CUresult rc, const char* what) {
+  if (rc != 0) throw UserError(std::string("CUDA: ") + what + " failed (CUresult " + std::to_string(rc) + ")");
+}
+
+const Driver& current() {
+  const Driver& d = driver();
+  LOOM_USER_CHECK(d.error.empty(), d.error);
+  check(d.ctx_set_current(d.context), "cuCtxSetCurrent");
+  return d;
+}
+
+// Mean device time of `enqueue` over `repeats` runs between two events on the default stream.
+double events_ms(const Driver& d, const std::function<void()>& enqueue, int repeats) {
+  Handle start = nullptr, stop = nullptr;
+  check(d.event_create(&start, 0), "cuEventCreate");
+  check(d.event_create(&stop, 0), "cuEventCreate");
+  check(d.event_record(start, nullptr), "cuEventRecord");
+  for (int i = 0; i < repeats; ++i) enqueue();
+  check(d.event_record(stop, nullptr), "cuEventRecord");
+  check(d.event_synchronize(stop), "cuEventSynchronize");
+  float ms = 0;
+  check(d.event_elapsed(&ms, start, stop), "cuEventElapsedTime");
+  d.event_destroy(start);
+  d.event_destroy(stop);
+  return double(ms) / std::max(1, repeats);
+}
+
+}  // namespace
+
+bool cuda_device_available(std::string* why) {
+  if (why) *why = driver().error;
+  return driver().error.empty();
+}
+
+std::string cuda_device_compute_capability() {
+  const Driver& d = driver();
+  LOOM_USER_CHECK(d.error.empty(), d.error);
+  int major = 0, minor = 0;
+  check(d.device_attribute(&major, 75, d.device), "cuDeviceGetAttribute");  // COMPUTE_CAPABILITY_MAJOR
+  check(d.device_attribute(&minor, 76, d.device), "cuDeviceGetAttribute");  // COMPUTE_CAPABILITY_MINOR
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string run_cuda(const std::string& cubin, const GpuCall& call, int repeats, double* kernel_ms) {
+  static std::mutex mutex;
+  static std::map<std::string, Handle> modules;
+  std::lock_guard<std::mutex> lock(mutex);
+  const Driver& d = current();
+  Handle& module = modules[cubin];
+  if (!module) check(d.module_load(&module, cubin.data()), "cuModuleLoadData");
+  std::vector<CUdeviceptr> device(call.buffers.size(), 0);
+  struct Release {
+    const Driver& d;
+    std::vector<CUdeviceptr>& ptrs;
+    ~Release() {
+      for (CUdeviceptr p : ptrs)
+        if (p) d.mem_free(p);
+    }
+  } release{d, device};
+  for (size_t i = 0; i < call.buffers.size(); ++i) {
+    const GpuCallBuffer& b = call.buffers[i];
+    check(d.mem_alloc(&device[i], b.bytes ? b.bytes : 4), "cuMemAlloc");
+    if (b.host && b.bytes) check(d.copy_in(device[i], b.host, b.bytes), "cuMemcpyHtoD");
+  }
+  std::vector<int64_t> sizes = call.sizes;
+  std::vector<void*> params;
+  for (CUdeviceptr& p : device) params.push_back(&p);
+  for (int64_t& s : sizes) params.push_back(&s);
+  std::vector<std::pair<Handle, const GpuCallLaunch*>> launches;
+  for (const GpuCallLaunch& l : call.launches) {
+    if (l.grid == 0) continue;
+    LOOM_USER_CHECK(l.grid <= 0x7fffffffULL, "CUDA: grid of ", l.grid, " blocks exceeds the limit");
+    Handle fn = nullptr;
+    check(d.module_function(&fn, module, l.kernel.c_str()), "cuModuleGetFunction");
+    launches.emplace_back(fn, &l);
+  }
+  auto enqueue = [&] {
+    for (const auto& [fn, l] : launches)
+      check(d.launch(fn, unsigned(l->grid), 1, 1, l->threads, 1, 1, 0, nullptr, params.data(), nullptr),
+            "cuLaunchKernel");
+  };
+  enqueue();
+  check(d.synchronize(), "cuCtxSynchronize");
+  if (kernel_ms) *kernel_ms = events_ms(d, enqueue, repeats);
+  for (size_t i = 0; i < call.buffers.size(); ++i) {
+    const GpuCallBuffer& b = call.buffers[i];
+    if (b.download && b.bytes) check(d.copy_out(b.host, device[i], b.bytes), "cuMemcpyDtoH");
+  }
+  return d.name;
+}
+
+unsigned long long cuda_alloc(size_t bytes) {
+  const Driver& d = current();
+  CUdeviceptr p = 0;
+  check(d.mem_alloc(&p, bytes ? bytes : 4), "cuMemAlloc");
+  return p;
+}
+
+void cuda_free(unsigned long long ptr) {
+  if (ptr) driver().mem_free(ptr);
+}
+
+void cuda_copy_in(unsigned long long dst, const void* src, size_t bytes) {
+  check(current().copy_in(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+double cuda_time_ms(const std::function<void()>& enqueue, int repeats) {
+  const Driver& d = current();
+  enqueue();
+  check(d.synchronize(), "cuCtxSynchronize");
+  return events_ms(d, enqueue, repeats);
+}
+
+}  // namespace loom
