@@ -30,7 +30,8 @@ struct GpuTiles {
 
   static GpuTiles of(const StateData& state, const AnchorInfo& anchor);
 
-  // The axes access `i` uses, largest memory stride first, and its shared tile's extent along each (block or reduction step).
+  // The axes access `i` uses, largest memory stride first, and its shared
+  // tile's extent along each (the block tile, or the reduction step).
   std::vector<int> staged_axes(const AnchorInfo& anchor, int i) const;
   std::vector<int64_t> staged_extents(const AnchorInfo& anchor, int i) const;
   // The same extents with the innermost padded by one element when it is a

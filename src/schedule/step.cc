@@ -216,10 +216,11 @@ int64_t gpu_register_estimate(const StateData& s, const AnchorInfo& anchor) {
   const GpuTiles g = GpuTiles::of(s, anchor);
   // Accumulators; the operands of one reduction position (per access, the
   // thread's outputs it varies over: an outer product's two vectors), held
-  // for two positions when the reduction loop is unrolled (ptxas keeps no more), at 5/3
-  // registers each (their addresses come along); and ~20 for indices and
-  // pointers. The coefficients are a least-squares fit to ptxas's counts for
-  // construction's top-1 on the benchmark shapes (sm_80 and sm_90).
+  // for two positions when the reduction loop is unrolled (ptxas keeps no
+  // more), at 3/2 registers each (their addresses come along); and ~28 for
+  // indices and pointers. The coefficients are a least-squares fit (relative
+  // error) to ptxas's counts for construction's top-1 on the benchmark
+  // shapes, sm_80 and sm_90.
   int64_t operands = 0;
   for (const Access& x : anchor.accesses) {
     int64_t n = 1;
@@ -227,7 +228,8 @@ int64_t gpu_register_estimate(const StateData& s, const AnchorInfo& anchor) {
       if (x.uses_axis[size_t(a)]) n *= g.vthreads[a] * g.thread_tile[a];
     operands += n;
   }
-  return (anchor.is_reduction ? g.per_thread : 0) + 5 * operands * std::min(s.unroll, 2) / 3 + 20;
+  if (!anchor.is_reduction) return 3 * operands / 2 + 16;  // no accumulators, loops or staged tiles
+  return g.per_thread + 3 * operands * std::min(s.unroll, 2) / 2 + 28;
 }
 
 int64_t private_cache_bytes(const CpuSpec& cpu, int from_inner) {

@@ -3,13 +3,9 @@
 #pragma once
 
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "construct/state_graph.h"
-#include "schedule/anchor.h"
-#include "schedule/step.h"
 #include "test_util.h"
 
 namespace loom::test {
@@ -21,7 +17,8 @@ inline std::vector<OpCase> gpu_cases() {
       {"batch_matmul", {{"B", "3"}, {"M", "13"}, {"N", "33"}, {"K", "17"}}},
       {"dense", {{"M", "9"}, {"N", "35"}, {"K", "24"}, {"epilogue", "bias_gelu"}}},
       {"dense", {{"M", "1"}, {"N", "31"}, {"K", "7"}, {"epilogue", "bias_relu"}}},
-      {"conv2d", {{"N", "1"}, {"H", "9"}, {"W", "10"}, {"CI", "5"}, {"CO", "19"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
+      {"conv2d",
+       {{"N", "1"}, {"H", "9"}, {"W", "10"}, {"CI", "5"}, {"CO", "19"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
       {"conv2d", {{"N", "2"}, {"H", "8"}, {"W", "7"}, {"CI", "6"}, {"CO", "8"}, {"KH", "3"}, {"KW", "2"},
                   {"stride", "2"}, {"pad", "1"}, {"dilation", "2"}, {"groups", "2"}, {"layout", "NCHW"}}},
       {"conv2d", {{"N", "1"}, {"H", "6"}, {"W", "7"}, {"CI", "3"}, {"CO", "18"}, {"KH", "3"}, {"KW", "3"},
@@ -30,8 +27,10 @@ inline std::vector<OpCase> gpu_cases() {
                             {"pad", "2"}}},
       {"conv2d_transpose", {{"N", "1"}, {"H", "4"}, {"W", "5"}, {"CI", "6"}, {"CO", "7"}, {"KH", "4"}, {"KW", "4"},
                             {"stride", "2"}, {"pad", "1"}}},
-      {"pool2d", {{"N", "1"}, {"H", "12"}, {"W", "11"}, {"C", "18"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"}, {"pad", "1"}}},
-      {"pool2d", {{"N", "1"}, {"H", "8"}, {"W", "8"}, {"C", "5"}, {"KH", "2"}, {"KW", "2"}, {"stride", "2"}, {"kind", "avg"}}},
+      {"pool2d", {{"N", "1"}, {"H", "12"}, {"W", "11"}, {"C", "18"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"},
+                  {"pad", "1"}}},
+      {"pool2d", {{"N", "1"}, {"H", "8"}, {"W", "8"}, {"C", "5"}, {"KH", "2"}, {"KW", "2"}, {"stride", "2"},
+                  {"kind", "avg"}}},
       {"softmax", {{"M", "7"}, {"N", "45"}}},
       {"layernorm", {{"M", "6"}, {"N", "70"}}},
       {"reduce", {{"M", "5"}, {"N", "77"}}},
@@ -41,20 +40,6 @@ inline std::vector<OpCase> gpu_cases() {
       {"bias_add_gelu", {{"M", "3"}, {"N", "11"}}},
       {"channel_affine_relu", {{"N", "1"}, {"H", "3"}, {"W", "5"}, {"C", "7"}}},
   };
-}
-
-// A random walk of legal steps from a seed state.
-inline State random_gpu_state(const AnchorInfo& anchor, const HwSpec& hw, std::mt19937_64& rng, int length) {
-  std::vector<State> seeds = seed_states(anchor, hw);
-  State s = seeds[rng() % seeds.size()];
-  for (int i = 0; i < length; ++i) {
-    std::vector<State> legal;
-    for (const Step& step : candidate_steps(*s, anchor, hw))
-      if (StepResult r = apply_step(*s, step, anchor, hw)) legal.push_back(r.state);
-    if (legal.empty()) break;
-    s = legal[rng() % legal.size()];
-  }
-  return s;
 }
 
 // LOOM_REQUIRE_OPENCL=1 / LOOM_REQUIRE_NVRTC=1 (set by tests/CMakeLists.txt where the build found them): a

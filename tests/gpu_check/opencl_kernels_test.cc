@@ -5,6 +5,7 @@
 #include "construct/roller.h"
 #include "driver/compile_schedule.h"
 #include "gpu_cases.h"
+#include "random_states.h"
 #include "runtime/gpu/opencl_runner.h"
 #include "schedule/schedule.h"
 #include "schedule/task.h"
@@ -41,7 +42,8 @@ TEST_P(OpenClKernels, ConstructRollerAndRandomStatesMatchTheReference) {
   for (const RankedState& r : construct_states(task, 3, {})) states.emplace_back("construct", r.state);
   for (const State& s : roller_states(anchor, hw, 1, 1)) states.emplace_back("roller", s);
   std::mt19937_64 rng(std::hash<std::string>()(test::case_name(GetParam())));
-  for (int i = 0; i < kRandomStates; ++i) states.emplace_back("random", test::random_gpu_state(anchor, hw, rng, 6 + 3 * i));
+  for (int i = 0; i < kRandomStates; ++i)
+    states.emplace_back("random", test::random_state(anchor, hw, rng, 6 + 3 * i));
   auto inputs = random_inputs(op, 11);
   int staged = 0, vthreads = 0;
   for (const auto& [source, state] : states) {

@@ -10,6 +10,7 @@
 #include "schedule/anchor.h"
 #include "schedule/path.h"
 #include "schedule/schedule.h"
+#include "random_states.h"
 #include "test_util.h"
 
 namespace loom {
@@ -44,19 +45,7 @@ std::vector<Case> cases() {
 }
 
 
-// A random walk of legal steps from the initial or a seed state.
-State random_state(const AnchorInfo& anchor, const HwSpec& hw, std::mt19937_64& rng, int length) {
-  std::vector<State> seeds = seed_states(anchor, hw);
-  State s = seeds[rng() % seeds.size()];
-  for (int i = 0; i < length; ++i) {
-    std::vector<State> legal;
-    for (const Step& step : candidate_steps(*s, anchor, hw))
-      if (StepResult r = apply_step(*s, step, anchor, hw)) legal.push_back(r.state);
-    if (legal.empty()) break;
-    s = legal[rng() % legal.size()];
-  }
-  return s;
-}
+using test::random_state;
 
 class RandomStates : public ::testing::TestWithParam<Case> {};
 

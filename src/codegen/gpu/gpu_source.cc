@@ -81,8 +81,14 @@ const char* kPrelude[] = {
 };
 
 const char* kHelpers =
-    "LOOM_FN i64 loom_floordiv(i64 a, i64 b) { i64 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
-    "LOOM_FN i64 loom_floormod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
+    "LOOM_FN i64 loom_floordiv(i64 a, i64 b) {\n"
+    "  i64 q = a / b;\n"
+    "  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
+    "}\n"
+    "LOOM_FN i64 loom_floormod(i64 a, i64 b) {\n"
+    "  i64 r = a % b;\n"
+    "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+    "}\n"
     "LOOM_FN i64 loom_imin(i64 a, i64 b) { return a < b ? a : b; }\n"
     "LOOM_FN i64 loom_imax(i64 a, i64 b) { return a > b ? a : b; }\n";
 
@@ -143,7 +149,8 @@ class Printer {
     std::vector<BufferRef> shared;
     collect_shared(g.body, shared);
     for (const BufferRef& b : shared)
-      os_ << "  " << (cuda ? "__shared__ " : "__local ") << type(b->dtype) << " " << name(b) << "[" << size(b) << "];\n";
+      os_ << "  " << (cuda ? "__shared__ " : "__local ") << type(b->dtype) << " " << name(b) << "[" << size(b)
+          << "];\n";
     stmt(g.body, 1);
     os_ << "}\n";
   }
@@ -248,16 +255,17 @@ class Printer {
   std::string binary(const BinaryNode& b) {
     const std::string x = expr(b.a), y = expr(b.b);
     const bool is_float = b.dtype.is_float();
+    const bool plain_c = non_negative(b.a) && non_negative(b.b) && b.b.as_const_int();  // C's / and % agree
     switch (b.op) {
       case BinaryOp::Add: return "(" + x + " + " + y + ")";
       case BinaryOp::Sub: return "(" + x + " - " + y + ")";
       case BinaryOp::Mul: return "(" + x + " * " + y + ")";
       case BinaryOp::Div:
-        if (is_float || (non_negative(b.a) && non_negative(b.b) && b.b.as_const_int())) return "(" + x + " / " + y + ")";
+        if (is_float || plain_c) return "(" + x + " / " + y + ")";
         return "loom_floordiv(" + x + ", " + y + ")";
       case BinaryOp::Mod:
         if (is_float) return math("fmod", b.dtype) + "(" + x + ", " + y + ")";
-        if (non_negative(b.a) && non_negative(b.b) && b.b.as_const_int()) return "(" + x + " % " + y + ")";
+        if (plain_c) return "(" + x + " % " + y + ")";
         return "loom_floormod(" + x + ", " + y + ")";
       case BinaryOp::Min: return (is_float ? math("fmin", b.dtype) : "loom_imin") + "(" + x + ", " + y + ")";
       case BinaryOp::Max: return (is_float ? math("fmax", b.dtype) : "loom_imax") + "(" + x + ", " + y + ")";

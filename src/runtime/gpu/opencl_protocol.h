@@ -48,7 +48,9 @@ bool put(int fd, T v) { return write_all(fd, &v, sizeof v); }
 template <typename T>
 bool get(int fd, T& v) { return read_all(fd, &v, sizeof v); }
 
-inline bool put_string(int fd, const std::string& s) { return put<uint64_t>(fd, s.size()) && write_all(fd, s.data(), s.size()); }
+inline bool put_string(int fd, const std::string& s) {
+  return put<uint64_t>(fd, s.size()) && write_all(fd, s.data(), s.size());
+}
 inline bool get_string(int fd, std::string& s, uint64_t limit) {
   uint64_t n = 0;
   if (!get(fd, n) || n > limit) return false;

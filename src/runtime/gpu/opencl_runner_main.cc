@@ -82,7 +82,8 @@ std::string run(Device& dev, std::map<std::string, cl_program>& programs, const 
   for (Buffer& b : buffers) {
     const size_t bytes = b.bytes ? b.bytes : 4;
     b.mem = clCreateBuffer(dev.context, CL_MEM_READ_WRITE, bytes, nullptr, &err);
-    if (err != CL_SUCCESS) return "clCreateBuffer of " + std::to_string(bytes) + " bytes failed: " + std::to_string(err);
+    if (err != CL_SUCCESS)
+      return "clCreateBuffer of " + std::to_string(bytes) + " bytes failed: OpenCL error " + std::to_string(err);
     if (!b.data.empty() &&
         clEnqueueWriteBuffer(dev.queue, b.mem, CL_TRUE, 0, b.data.size(), b.data.data(), 0, nullptr, nullptr))
       return "clEnqueueWriteBuffer failed";
