@@ -1,5 +1,5 @@
 // Operator cases for the GPU checks: every operator of `loom ops`, at
-// awkward sizes (1, primes, extents no tile divides).
+// awkward sizes (1, primes, extents no tile divides), and a few whole ones.
 #pragma once
 
 #include <cstdlib>
@@ -14,6 +14,7 @@ inline std::vector<OpCase> gpu_cases() {
   return {
       {"matmul", {{"M", "37"}, {"N", "45"}, {"K", "29"}}},
       {"matmul", {{"M", "1"}, {"N", "67"}, {"K", "13"}}},
+      {"matmul", {{"M", "64"}, {"N", "64"}, {"K", "32"}}},  // whole tiles: vector loads
       {"batch_matmul", {{"B", "3"}, {"M", "13"}, {"N", "33"}, {"K", "17"}}},
       {"dense", {{"M", "9"}, {"N", "35"}, {"K", "24"}, {"epilogue", "bias_gelu"}}},
       {"dense", {{"M", "1"}, {"N", "31"}, {"K", "7"}, {"epilogue", "bias_relu"}}},
@@ -21,6 +22,7 @@ inline std::vector<OpCase> gpu_cases() {
        {{"N", "1"}, {"H", "9"}, {"W", "10"}, {"CI", "5"}, {"CO", "19"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
       {"conv2d", {{"N", "2"}, {"H", "8"}, {"W", "7"}, {"CI", "6"}, {"CO", "8"}, {"KH", "3"}, {"KW", "2"},
                   {"stride", "2"}, {"pad", "1"}, {"dilation", "2"}, {"groups", "2"}, {"layout", "NCHW"}}},
+      {"conv2d", {{"N", "1"}, {"H", "8"}, {"W", "8"}, {"CI", "8"}, {"CO", "16"}, {"KH", "1"}, {"KW", "1"}}},
       {"conv2d", {{"N", "1"}, {"H", "6"}, {"W", "7"}, {"CI", "3"}, {"CO", "18"}, {"KH", "3"}, {"KW", "3"},
                   {"stride", "2"}, {"pad", "1"}, {"epilogue", "bn_relu"}}},
       {"depthwise_conv2d", {{"N", "1"}, {"H", "11"}, {"W", "9"}, {"C", "21"}, {"KH", "5"}, {"KW", "5"}, {"stride", "2"},

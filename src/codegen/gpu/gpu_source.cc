@@ -164,9 +164,9 @@ class Printer {
   void stmt(const Stmt& s, int depth) {
     const std::string pad(size_t(2 * depth), ' ');
     if (auto* f = s->as<ForNode>()) {
-      LOOM_INTERNAL_CHECK(f->for_kind == ForKind::Serial || f->for_kind == ForKind::Unrolled, "a ",
-                          to_string(f->for_kind), " loop in GPU code");
-      if (f->for_kind == ForKind::Unrolled) os_ << pad << "#pragma unroll\n";
+      LOOM_INTERNAL_CHECK(f->for_kind != ForKind::Parallel, "a parallel loop in GPU code");
+      if (f->for_kind == ForKind::Vectorized && vector_copy(*f, pad)) return;
+      if (f->for_kind == ForKind::Unrolled || f->for_kind == ForKind::Vectorized) os_ << pad << "#pragma unroll\n";
       else if (f->unroll_hint > 1) os_ << pad << "#pragma unroll " << f->unroll_hint << "\n";
       const std::string v = name(f->var);
       os_ << pad << "for (ix " << v << " = 0; " << v << " < " << expr(f->extent) << "; ++" << v << ") {\n";
@@ -197,6 +197,33 @@ class Printer {
     } else {
       throw InternalError("GPU code: a statement that cannot appear inside a kernel");
     }
+  }
+
+  // A vectorized loop whose body copies consecutive f32 elements of a global
+  // buffer (dst[f(v)] = src[base + v]) becomes one vector load and per-lane
+  // stores; the lowering vectorizes only aligned, contiguous copies.
+  bool vector_copy(const ForNode& f, const std::string& pad) {
+    auto* st = f.body->as<StoreNode>();
+    auto* load = st ? st->value.get()->as<LoadNode>() : nullptr;
+    const int lanes = f.lanes;
+    if (!load || lanes != 4 || load->dtype != DType::f32() || !f.extent.as_const_int() ||
+        *f.extent.as_const_int() != lanes || linear_coeff(load->index, f.var.get()) != std::optional<int64_t>(1))
+      return false;
+    VarMap at;
+    at[f.var.get()] = make_int(0);
+    const std::string vec = name(f.var) + "_v";
+    const std::string src = name(load->buffer) + " + " + expr(substitute(load->index, at));
+    os_ << pad << "{\n" << pad << "  const float4 " << vec << " = "
+        << (d_ == GpuDialect::Cuda ? "*reinterpret_cast<const float4*>(" + src + ")" : "vload4(0, " + src + ")")
+        << ";\n";
+    static const char* kLane[] = {".x", ".y", ".z", ".w"};
+    for (int k = 0; k < lanes; ++k) {
+      at[f.var.get()] = make_int(k);
+      os_ << pad << "  " << name(st->buffer) << "[" << expr(substitute(st->index, at)) << "] = " << vec << kLane[k]
+          << ";\n";
+    }
+    os_ << pad << "}\n";
+    return true;
   }
 
   std::string type(DType t) const {

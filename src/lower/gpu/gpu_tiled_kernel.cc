@@ -215,14 +215,19 @@ class GpuTiledKernel {
   }
 
   // The block's threads copy access i's tile for this step into `buf`,
-  // element j of the tile by thread j mod threads (neighbours copy neighbours).
+  // element j of the tile by thread j mod threads (neighbours copy
+  // neighbours); in groups of kVector consecutive elements (one vector load
+  // each) when vector_width() allows.
   Stmt fill(int i, const BufferRef& buf, const std::vector<int>& axes, const std::vector<int64_t>& extents,
             const std::vector<Expr>& layout, int64_t elems, const std::vector<Expr>& step_base) {
-    Var round("fill" + std::to_string(i));
+    const int width = vector_width(i, axes, extents);
+    Var round("fill" + std::to_string(i)), lane("lane" + std::to_string(i));
     Expr j = Expr(round) * g_.threads + Expr(tid_);
-    std::vector<Expr> ext_e;
-    for (int64_t e : extents) ext_e.push_back(make_int(e));
-    std::vector<Expr> local = unflatten_index(j, ext_e);
+    std::vector<Expr> groups;
+    for (int64_t e : extents) groups.push_back(make_int(e));
+    groups.back() = make_int(extents.back() / width);
+    std::vector<Expr> local = unflatten_index(j, groups);
+    if (width > 1) local.back() = local.back() * width + Expr(lane);
     std::vector<Expr> values(static_cast<size_t>(an_.num_axes()), make_int(0));
     std::vector<Expr> inside;
     for (size_t d = 0; d < axes.size(); ++d) {
@@ -236,10 +241,33 @@ class GpuTiledKernel {
     Expr c = all_of(inside);
     if (c.defined()) value = select(c, value, make_float(0.0, x.read.dtype()));
     Stmt copy = make_store(buf, flatten_index(local, layout), value);
-    const int64_t rounds = (elems + g_.threads - 1) / g_.threads;
-    if (elems % g_.threads) copy = make_if(j < make_int(elems), copy);
+    if (width > 1) copy = make_for(lane, make_int(width), ForKind::Vectorized, copy, width);
+    const int64_t count = elems / width, rounds = (count + g_.threads - 1) / g_.threads;
+    if (count % g_.threads) copy = make_if(j < make_int(count), copy);
     return make_for(round, make_int(rounds), ForKind::Serial, copy);
   }
+
+  // kVector when access i's copy can load that many consecutive elements at
+  // once, aligned: an unguarded read, unit stride along the tile's innermost
+  // axis, tiles of whole vectors that never cross an extent, and every other
+  // term of the flat offset a multiple of the vector; else 1.
+  int vector_width(int i, const std::vector<int>& axes, const std::vector<int64_t>& extents) const {
+    const Access& x = an_.accesses[size_t(i)];
+    const int last = axes.back();
+    if (x.guarded || !x.stride[size_t(last)] || *x.stride[size_t(last)] != 1 || extents.back() % kVector) return 1;
+    for (int a : axes) {
+      auto e = an_.extents[a].as_const_int();
+      const int64_t tile = an_.is_reduce_axis(a) ? g_.step[a] : g_.block[a];
+      if (!e || *e % tile) return 1;  // partial tiles would need per-lane guards
+      if (a != last && (!x.stride[size_t(a)] || *x.stride[size_t(a)] % kVector)) return 1;
+    }
+    VarMap at_origin;
+    for (const Var& v : an_.axes) at_origin[v.get()] = make_int(0);
+    auto origin = substitute(flatten_index(x.indices, x.tensor.shape()), at_origin).as_const_int();
+    return origin && *origin % kVector == 0 ? kVector : 1;
+  }
+
+  static constexpr int kVector = 4;
 
   const GpuTiledInputs& in_;
   const AnchorInfo& an_;

@@ -7,7 +7,9 @@
 // thread keeps its vthreads x thread_tile outputs in local accumulators
 // (registers). Per reduction step: a barrier (the previous step's reads are
 // done), every staged access copied into shared memory by all the block's
-// threads together (elements outside the iteration space read as 0), a
+// threads together (elements outside the iteration space read as 0; four
+// consecutive elements per vector load where the data is contiguous and
+// aligned), a
 // barrier, the step's reduction loop over the thread's outputs (staged reads
 // from shared memory, the others straight from global memory). Then the write-back, through the fused
 // element-wise consumer when there is one. Tiles the extents do not divide
