@@ -8,7 +8,6 @@
 // (implicit-precomp GEMM, NHWC) for the convolutions, both opened at run time.
 //
 //   loom_bench_gpu [--hwspec=h100] [--repeats=50] [--json=FILE]
-#include <dlfcn.h>
 
 #include <cmath>
 #include <cstdio>
@@ -25,6 +24,7 @@
 #include "schedule/schedule.h"
 #include "schedule/step.h"
 #include "schedule/task.h"
+#include "support/dynamic_library.h"
 
 namespace {
 
@@ -67,26 +67,23 @@ struct Vendor {
   void* blas_handle = nullptr;
   void* dnn_handle = nullptr;
 
-  template <typename F>
-  static void bind(void* lib, const char* name, F& fn) {
-    fn = lib ? reinterpret_cast<F>(dlsym(lib, name)) : nullptr;
-  }
   void open() {
+    using loom::bind_symbol;
     cublas = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
     if (!cublas) cublas = dlopen("/usr/local/cuda/lib64/libcublas.so", RTLD_NOW | RTLD_LOCAL);
     cudnn = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
     if (!cudnn) cudnn = dlopen("/usr/local/cuda/lib64/libcudnn.so", RTLD_NOW | RTLD_LOCAL);
-    bind(cublas, "cublasCreate_v2", cublas_create);
-    bind(cublas, "cublasSgemm_v2", sgemm);
-    bind(cudnn, "cudnnCreate", cudnn_create);
-    bind(cudnn, "cudnnCreateTensorDescriptor", tensor_create);
-    bind(cudnn, "cudnnSetTensor4dDescriptor", tensor_set);
-    bind(cudnn, "cudnnCreateFilterDescriptor", filter_create);
-    bind(cudnn, "cudnnSetFilter4dDescriptor", filter_set);
-    bind(cudnn, "cudnnCreateConvolutionDescriptor", conv_create);
-    bind(cudnn, "cudnnSetConvolution2dDescriptor", conv_set);
-    bind(cudnn, "cudnnGetConvolutionForwardWorkspaceSize", workspace);
-    bind(cudnn, "cudnnConvolutionForward", forward);
+    bind_symbol(cublas, "cublasCreate_v2", cublas_create);
+    bind_symbol(cublas, "cublasSgemm_v2", sgemm);
+    bind_symbol(cudnn, "cudnnCreate", cudnn_create);
+    bind_symbol(cudnn, "cudnnCreateTensorDescriptor", tensor_create);
+    bind_symbol(cudnn, "cudnnSetTensor4dDescriptor", tensor_set);
+    bind_symbol(cudnn, "cudnnCreateFilterDescriptor", filter_create);
+    bind_symbol(cudnn, "cudnnSetFilter4dDescriptor", filter_set);
+    bind_symbol(cudnn, "cudnnCreateConvolutionDescriptor", conv_create);
+    bind_symbol(cudnn, "cudnnSetConvolution2dDescriptor", conv_set);
+    bind_symbol(cudnn, "cudnnGetConvolutionForwardWorkspaceSize", workspace);
+    bind_symbol(cudnn, "cudnnConvolutionForward", forward);
     if (cublas_create && cublas_create(&blas_handle) != 0) blas_handle = nullptr;
     if (cudnn_create && cudnn_create(&dnn_handle) != 0) dnn_handle = nullptr;
   }

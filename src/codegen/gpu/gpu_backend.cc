@@ -78,8 +78,7 @@ class GpuFunction : public CompiledFunction {
     std::lock_guard<std::mutex> lock(mutex_);
     if (cubin_.empty()) {
       const std::string arch = sm_arch(cuda_device_compute_capability());
-      const bool prebuilt = module_.arch == arch && !module_.cubin.empty();
-      cubin_ = prebuilt ? module_.cubin : nvrtc_compile(module_.cuda_source, module_.name, arch).cubin;
+      cubin_ = nvrtc_compile(module_.cuda_source, module_.name, arch).cubin;
     }
     return cubin_;
   }

@@ -109,8 +109,8 @@ GpuModule GpuModule::from(const LoweredFunc& func) {
   for (const BufferRef& b : gpu_temporaries(func)) plan(b, false);
   for (const GpuLaunchNode* g : gpu_launches(func))
     m.launches.push_back({g->name, SizeProgram::of(g->grid, func.size_vars), g->threads});
-  m.cuda_source = print_gpu_source(func, GpuDialect::Cuda).text;
-  m.opencl_source = print_gpu_source(func, GpuDialect::OpenCL).text;
+  m.cuda_source = print_gpu_source(func, GpuDialect::Cuda);
+  m.opencl_source = print_gpu_source(func, GpuDialect::OpenCL);
   return m;
 }
 
@@ -121,8 +121,7 @@ std::string GpuModule::serialize() const {
   for (const GpuBufferPlan& b : buffers)
     os << b.name << " " << b.element_bytes << " " << b.is_arg << " " << b.written << " " << b.elements.text() << "\n";
   for (const GpuLaunchPlan& l : launches) os << l.kernel << " " << l.threads << " " << l.grid.text() << "\n";
-  os << escape_block("cuda", cuda_source) << escape_block("opencl", opencl_source) << escape_block("cubin", cubin)
-     << escape_block("arch", arch) << escape_block("ptxas", ptxas_log);
+  os << escape_block("cuda", cuda_source) << escape_block("opencl", opencl_source);
   return os.str();
 }
 
@@ -155,7 +154,7 @@ GpuModule GpuModule::parse(const std::string& bytes) {
     m.launches.push_back(l);
   }
   if (m.buffers.size() != nb || m.launches.size() != nl) fail("records");
-  for (std::string* field : {&m.cuda_source, &m.opencl_source, &m.cubin, &m.arch, &m.ptxas_log}) {
+  for (std::string* field : {&m.cuda_source, &m.opencl_source}) {
     std::string tag;
     size_t n = 0;
     if (!(in >> tag >> n) || n > bytes.size()) fail("block");

@@ -1,5 +1,5 @@
 // A compiled GPU function as a self-contained value: its source in both
-// dialects, the CUBIN when NVRTC built one, and the host program (buffer
+// dialects (the CUBIN is built for the device present, on first use), and the host program (buffer
 // sizes, launches and their grids) as integer programs over the size
 // variables, so that it can be cached as bytes and run without the IR.
 #pragma once
@@ -43,9 +43,6 @@ struct GpuLaunchPlan {
 struct GpuModule {
   std::string name;
   std::string cuda_source, opencl_source;
-  std::string cubin;  // empty when not built (no NVRTC)
-  std::string arch;   // the CUBIN's, e.g. sm_90
-  std::string ptxas_log;
   std::vector<GpuBufferPlan> buffers;  // kernel parameter order
   int num_sizes = 0;
   std::vector<GpuLaunchPlan> launches;

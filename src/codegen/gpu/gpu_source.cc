@@ -112,7 +112,7 @@ class Printer {
  public:
   explicit Printer(GpuDialect d) : d_(d) {}
 
-  GpuSource print(const LoweredFunc& f) {
+  std::string print(const LoweredFunc& f) {
     std::vector<BufferRef> temps;
     std::vector<const GpuLaunchNode*> launches;
     collect_host(f.body, &temps, &launches);
@@ -125,13 +125,8 @@ class Printer {
     for (const auto& lists : {f.args, temps})
       for (const BufferRef& b : lists) params.push_back("LOOM_GLOBAL " + type(b->dtype) + "* LOOM_RESTRICT " + name(b));
     for (const Var& v : f.size_vars) params.push_back("const i64 " + name(v));
-    GpuSource out;
-    for (const GpuLaunchNode* g : launches) {
-      kernel(*g, params);
-      out.kernels.push_back({g->name, g->threads});
-    }
-    out.text = os_.str();
-    return out;
+    for (const GpuLaunchNode* g : launches) kernel(*g, params);
+    return os_.str();
   }
 
  private:
@@ -343,7 +338,7 @@ class Printer {
 
 }  // namespace
 
-GpuSource print_gpu_source(const LoweredFunc& func, GpuDialect dialect) { return Printer(dialect).print(func); }
+std::string print_gpu_source(const LoweredFunc& func, GpuDialect dialect) { return Printer(dialect).print(func); }
 
 std::vector<BufferRef> gpu_temporaries(const LoweredFunc& func) {
   std::vector<BufferRef> temps;

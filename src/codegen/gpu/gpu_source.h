@@ -7,7 +7,7 @@
 // Every kernel takes the same parameters, in order: the function's buffers
 // (LoweredFunc::args), the global temporaries of the host program (heap
 // Allocates around the launches, outermost first), then the size variables
-// as 64-bit integers. Launch i of the host program is kernels[i].
+// as 64-bit integers. Kernels are named by their launches.
 #pragma once
 
 #include <string>
@@ -19,17 +19,7 @@ namespace loom::codegen {
 
 enum class GpuDialect { Cuda, OpenCL };
 
-struct GpuKernelInfo {
-  std::string name;
-  int threads = 1;  // per block
-};
-
-struct GpuSource {
-  std::string text;
-  std::vector<GpuKernelInfo> kernels;  // in launch order
-};
-
-GpuSource print_gpu_source(const LoweredFunc& func, GpuDialect dialect);
+std::string print_gpu_source(const LoweredFunc& func, GpuDialect dialect);
 
 // The global temporaries of a GPU function's host program, outermost first.
 std::vector<BufferRef> gpu_temporaries(const LoweredFunc& func);

@@ -1,6 +1,5 @@
 #include "codegen/gpu/nvrtc.h"
 
-#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "loom/error.h"
+#include "support/dynamic_library.h"
 
 namespace loom::codegen {
 
@@ -28,12 +28,6 @@ struct Api {
   std::string error;
 };
 
-template <typename F>
-bool bind(void* lib, const char* name, F& fn) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  return fn != nullptr;
-}
-
 const Api& api() {
   static const Api a = [] {
     Api a;
@@ -48,10 +42,10 @@ const Api& api() {
       a.error = "libnvrtc not found (install the CUDA Toolkit or set CUDA_HOME)";
       return a;
     }
-    bool ok = bind(lib, "nvrtcCreateProgram", a.create) && bind(lib, "nvrtcCompileProgram", a.compile) &&
-              bind(lib, "nvrtcGetProgramLogSize", a.log_size) && bind(lib, "nvrtcGetProgramLog", a.log) &&
-              bind(lib, "nvrtcGetCUBINSize", a.cubin_size) && bind(lib, "nvrtcGetCUBIN", a.cubin) &&
-              bind(lib, "nvrtcDestroyProgram", a.destroy);
+    bool ok = bind_symbol(lib, "nvrtcCreateProgram", a.create) && bind_symbol(lib, "nvrtcCompileProgram", a.compile) &&
+              bind_symbol(lib, "nvrtcGetProgramLogSize", a.log_size) && bind_symbol(lib, "nvrtcGetProgramLog", a.log) &&
+              bind_symbol(lib, "nvrtcGetCUBINSize", a.cubin_size) && bind_symbol(lib, "nvrtcGetCUBIN", a.cubin) &&
+              bind_symbol(lib, "nvrtcDestroyProgram", a.destroy);
     if (!ok) a.error = "libnvrtc lacks a function loom needs";
     return a;
   }();

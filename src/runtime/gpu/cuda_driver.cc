@@ -1,6 +1,5 @@
 #include "runtime/gpu/cuda_driver.h"
 
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <map>
@@ -8,6 +7,7 @@
 #include <vector>
 
 #include "loom/error.h"
+#include "support/dynamic_library.h"
 
 namespace loom {
 
@@ -47,12 +47,6 @@ struct Driver {
   std::string error;
 };
 
-template <typename F>
-bool bind(void* lib, const char* name, F& fn) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  return fn != nullptr;
-}
-
 const Driver& driver() {
   static const Driver d = [] {
     Driver d;
@@ -61,17 +55,17 @@ const Driver& driver() {
       d.error = "no CUDA driver (libcuda.so.1)";
       return d;
     }
-    bool ok = bind(lib, "cuInit", d.init) && bind(lib, "cuDeviceGet", d.device_get) &&
-              bind(lib, "cuDeviceGetCount", d.device_count) && bind(lib, "cuDeviceGetName", d.device_name) &&
-              bind(lib, "cuDeviceGetAttribute", d.device_attribute) &&
-              bind(lib, "cuDevicePrimaryCtxRetain", d.primary_retain) &&
-              bind(lib, "cuCtxSetCurrent", d.ctx_set_current) && bind(lib, "cuModuleLoadData", d.module_load) &&
-              bind(lib, "cuModuleGetFunction", d.module_function) && bind(lib, "cuMemAlloc_v2", d.mem_alloc) &&
-              bind(lib, "cuMemFree_v2", d.mem_free) && bind(lib, "cuMemcpyHtoD_v2", d.copy_in) &&
-              bind(lib, "cuMemcpyDtoH_v2", d.copy_out) && bind(lib, "cuLaunchKernel", d.launch) &&
-              bind(lib, "cuCtxSynchronize", d.synchronize) && bind(lib, "cuEventCreate", d.event_create) &&
-              bind(lib, "cuEventRecord", d.event_record) && bind(lib, "cuEventSynchronize", d.event_synchronize) &&
-              bind(lib, "cuEventElapsedTime", d.event_elapsed) && bind(lib, "cuEventDestroy_v2", d.event_destroy);
+    bool ok = bind_symbol(lib, "cuInit", d.init) && bind_symbol(lib, "cuDeviceGet", d.device_get) &&
+              bind_symbol(lib, "cuDeviceGetCount", d.device_count) && bind_symbol(lib, "cuDeviceGetName", d.device_name) &&
+              bind_symbol(lib, "cuDeviceGetAttribute", d.device_attribute) &&
+              bind_symbol(lib, "cuDevicePrimaryCtxRetain", d.primary_retain) &&
+              bind_symbol(lib, "cuCtxSetCurrent", d.ctx_set_current) && bind_symbol(lib, "cuModuleLoadData", d.module_load) &&
+              bind_symbol(lib, "cuModuleGetFunction", d.module_function) && bind_symbol(lib, "cuMemAlloc_v2", d.mem_alloc) &&
+              bind_symbol(lib, "cuMemFree_v2", d.mem_free) && bind_symbol(lib, "cuMemcpyHtoD_v2", d.copy_in) &&
+              bind_symbol(lib, "cuMemcpyDtoH_v2", d.copy_out) && bind_symbol(lib, "cuLaunchKernel", d.launch) &&
+              bind_symbol(lib, "cuCtxSynchronize", d.synchronize) && bind_symbol(lib, "cuEventCreate", d.event_create) &&
+              bind_symbol(lib, "cuEventRecord", d.event_record) && bind_symbol(lib, "cuEventSynchronize", d.event_synchronize) &&
+              bind_symbol(lib, "cuEventElapsedTime", d.event_elapsed) && bind_symbol(lib, "cuEventDestroy_v2", d.event_destroy);
     int count = 0;
     if (!ok) d.error = "the CUDA driver lacks a function loom needs";
     else if (d.init(0) != 0) d.error = "cuInit failed (no usable NVIDIA driver)";
@@ -188,10 +182,6 @@ unsigned long long cuda_alloc(size_t bytes) {
 
 void cuda_free(unsigned long long ptr) {
   if (ptr) driver().mem_free(ptr);
-}
-
-void cuda_copy_in(unsigned long long dst, const void* src, size_t bytes) {
-  check(current().copy_in(dst, src, bytes), "cuMemcpyHtoD");
 }
 
 double cuda_time_ms(const std::function<void()>& enqueue, int repeats) {

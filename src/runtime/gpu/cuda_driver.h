@@ -28,7 +28,6 @@ std::string run_cuda(const std::string& cubin, const GpuCall& call, int repeats 
 // two events, after one warm-up run. The primary context is made current.
 unsigned long long cuda_alloc(size_t bytes);
 void cuda_free(unsigned long long ptr);
-void cuda_copy_in(unsigned long long dst, const void* src, size_t bytes);
 double cuda_time_ms(const std::function<void()>& enqueue, int repeats);
 
 }  // namespace loom
