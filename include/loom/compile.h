@@ -77,9 +77,10 @@ class Kernel {
   // The generated kernel source alone: LLVM IR for a CPU target, CUDA C for
   // a GPU one (`opencl`: its OpenCL C twin), ready for nvcc or any OpenCL.
   std::string source(bool opencl = false) const;
-  // Where the last run() executed: "cpu"; for a GPU target "cuda" on a CUDA
-  // device, else "opencl-cpu" (PoCL: the kernels' OpenCL twin, for checking
-  // without a GPU) or "opencl-gpu". Empty before the first run.
+  // Where run() executes: "cpu" for a CPU target; for a GPU target, where
+  // the last run went: "cuda" on a CUDA device, else "opencl-cpu" (PoCL: the
+  // kernels' OpenCL twin, for checking without a GPU) or "opencl-gpu"; empty
+  // before the first run.
   std::string executed_on() const;
 
  private:

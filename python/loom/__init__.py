@@ -20,7 +20,9 @@ def compile(op: Operator, *, strategy: str = "construct", threads: int = 0, top_
             seed: int = 1, records: str = "") -> Kernel:
     """Compiles `op` (the GIL is released meanwhile). `k(*inputs)` returns the output array (a tuple when
     there are several); `k(*inputs, out=[...])` writes into given arrays. `k.report` holds the times, the
-    schedule and the loop IR; `k.llvm_ir` the optimized LLVM IR."""
+    schedule and the loop IR; `k.llvm_ir` the optimized LLVM IR; `k.source` the generated kernel source (LLVM IR,
+    or CUDA C for a GPU hwspec such as "h100", with `k.opencl_source` its OpenCL C twin); `k.executed_on` where the
+    last call ran ("cpu", "cuda", "opencl-cpu")."""
     return _loom.compile(op, strategy, threads, top_k, hwspec, seed, records)
 
 

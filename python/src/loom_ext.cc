@@ -262,7 +262,10 @@ void bind_kernels(nb::module_& m) {
       .def("__call__", &call<Kernel>, "args"_a, nb::kw_only(), "out"_a = nb::none())
       .def_prop_ro("op", &Kernel::op)
       .def_prop_ro("report", &Kernel::report)
-      .def_prop_ro("llvm_ir", &Kernel::llvm_ir);
+      .def_prop_ro("llvm_ir", &Kernel::llvm_ir)
+      .def_prop_ro("source", [](const Kernel& k) { return k.source(false); })
+      .def_prop_ro("opencl_source", [](const Kernel& k) { return k.source(true); })
+      .def_prop_ro("executed_on", &Kernel::executed_on);
   m.def("compile", [](const Operator& op, const std::string& strategy, int threads, int top_k,
                       const std::string& hwspec, uint64_t seed, const std::string& records) {
     CompileOptions o = compile_options(strategy, threads, top_k, hwspec, seed, records);

@@ -24,6 +24,14 @@ def test_dense_with_a_symbolic_size_matches_numpy():
         np.testing.assert_allclose(y, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
     assert k.report.schedule and k.report.codegen_ms > 0
     assert "define" in k.llvm_ir
+    assert k.source == k.llvm_ir
+
+
+def test_gpu_hwspec_compiles_cuda_c_and_its_opencl_twin():
+    op = loom.ops.matmul(M=37, N=45, K=29)
+    k = loom.compile(op, hwspec="h100")
+    assert '__global__' in k.source and "__kernel" in k.opencl_source
+    assert k.executed_on == ""  # not run yet
 
 
 def test_custom_operator_from_a_python_lambda():
