@@ -56,4 +56,39 @@ const StageSchedule* fused_consumer(const Schedule& schedule) {
   return nullptr;
 }
 
+LoweredFunc function_signature(const Operator& op, StageReads& reads) {
+  LoweredFunc f;
+  f.name = op.name;
+  f.size_vars = op.size_vars;
+  for (const auto& t : op.inputs) f.args.push_back(reads.buffer_for(t));
+  for (const auto& t : op.outputs) f.args.push_back(reads.buffer_for(t));
+  return f;
+}
+
+Stmt lower_stage_by_stage(const Schedule& schedule, StageReads& reads, const StageBuilders& build) {
+  std::vector<Stmt> code;
+  std::vector<BufferRef> scratch;
+  for (const StageSchedule& s : schedule.stages) {
+    const TensorNode* node = s.tensor.get();
+    if (s.fused) continue;  // computed in the anchor's write-back
+    if (s.state) {
+      const StageSchedule* consumer = fused_consumer(schedule);
+      const te::Tensor& target = consumer ? consumer->tensor : s.tensor;
+      if (!reads.has_buffer(target.get())) scratch.push_back(reads.buffer_for(target));
+      code.push_back(build.tiled(s, consumer));
+      continue;
+    }
+    Expr body = reads.rewrite(node->body);
+    if (s.inlined) {
+      reads.inline_stage(node, body);
+      continue;
+    }
+    if (!reads.has_buffer(node)) scratch.push_back(reads.buffer_for(s.tensor));
+    code.push_back(build.materialized(s, body));
+  }
+  Stmt body = make_seq(code);
+  for (auto it = scratch.rbegin(); it != scratch.rend(); ++it) body = make_allocate(*it, body);
+  return body;
+}
+
 }  // namespace loom

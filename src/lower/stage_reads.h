@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/expr_nodes.h"
+#include "lower/loop_ir.h"
 #include "schedule/schedule.h"
 
 namespace loom {
@@ -41,5 +42,20 @@ class StageReads {
 
 // The stage the schedule fuses into the anchor's write-back, or null.
 const StageSchedule* fused_consumer(const Schedule& schedule);
+
+// The function's signature: its name, size variables and buffers (inputs, then outputs); no body.
+LoweredFunc function_signature(const Operator& op, StageReads& reads);
+
+// The stage walk both lowerings share: each stage in producer order, those
+// fused into the anchor's write-back skipped, inlined ones recorded in
+// `reads`; the anchor under a state built by `tiled` (with the fused
+// consumer, or null), every other materialized stage by `materialized` (with
+// its body's reads lowered). Their code in order, wrapped in heap Allocates
+// of the intermediate results.
+struct StageBuilders {
+  std::function<Stmt(const StageSchedule& stage, const StageSchedule* consumer)> tiled;
+  std::function<Stmt(const StageSchedule& stage, const Expr& body)> materialized;
+};
+Stmt lower_stage_by_stage(const Schedule& schedule, StageReads& reads, const StageBuilders& build);
 
 }  // namespace loom

@@ -17,39 +17,15 @@ class Lowerer {
   Lowerer(const Operator& op, const Schedule& schedule) : op_(op), schedule_(schedule) {}
 
   LoweredFunc run() {
-    LoweredFunc f;
-    f.name = op_.name;
-    f.size_vars = op_.size_vars;
-    for (const auto& t : op_.inputs) f.args.push_back(buffer_for(t));
-    for (const auto& t : op_.outputs) f.args.push_back(buffer_for(t));
+    LoweredFunc f = function_signature(op_, reads_);
     if (schedule_.row_axes > 0) {
       f.body = fused_rows();
       return f;
     }
-
-    std::vector<Stmt> nests;
-    std::vector<BufferRef> scratch;
-    for (const StageSchedule& s : schedule_.stages) {
-      const TensorNode* node = s.tensor.get();
-      if (s.fused) continue;  // produced by the anchor's nest
-      if (s.state) {
-        const StageSchedule* consumer = fused_consumer(schedule_);
-        const te::Tensor& target = consumer ? consumer->tensor : s.tensor;
-        if (!reads_.has_buffer(target.get())) scratch.push_back(buffer_for(target));
-        nests.push_back(tiled_nest(s, consumer));
-        continue;
-      }
-      Expr body = rewrite(node->body);
-      if (s.inlined) {
-        reads_.inline_stage(node, body);
-        continue;
-      }
-      if (!reads_.has_buffer(node)) scratch.push_back(buffer_for(s.tensor));
-      nests.push_back(stage_nest(s, body));
-    }
-    Stmt body = make_seq(nests);
-    for (auto it = scratch.rbegin(); it != scratch.rend(); ++it) body = make_allocate(*it, body);
-    f.body = body;
+    StageBuilders build;
+    build.tiled = [this](const StageSchedule& s, const StageSchedule* consumer) { return tiled_nest(s, consumer); };
+    build.materialized = [this](const StageSchedule& s, const Expr& body) { return stage_nest(s, body); };
+    f.body = lower_stage_by_stage(schedule_, reads_, build);
     return f;
   }
 

@@ -22,42 +22,22 @@ class GpuLowerer {
   GpuLowerer(const Operator& op, const Schedule& schedule) : op_(op), schedule_(schedule) {}
 
   LoweredFunc run() {
-    LoweredFunc f;
-    f.name = op_.name;
-    f.size_vars = op_.size_vars;
-    for (const auto& t : op_.inputs) f.args.push_back(reads_.buffer_for(t));
-    for (const auto& t : op_.outputs) f.args.push_back(reads_.buffer_for(t));
-    std::vector<Stmt> launches;
-    std::vector<BufferRef> temporaries;
-    for (const StageSchedule& s : schedule_.stages) {
-      const TensorNode* node = s.tensor.get();
-      if (s.fused) continue;  // computed in the anchor's write-back
-      const std::string name = kernel_name(s.tensor.name(), launches.size());
-      if (s.state) {
-        const StageSchedule* consumer = fused_consumer(schedule_);
-        const te::Tensor& target = consumer ? consumer->tensor : s.tensor;
-        if (!reads_.has_buffer(target.get())) temporaries.push_back(reads_.buffer_for(target));
-        launches.push_back(tiled(s, consumer, name));
-        continue;
-      }
-      Expr body = reads_.rewrite(node->body);
-      if (s.inlined) {
-        reads_.inline_stage(node, body);
-        continue;
-      }
-      if (!reads_.has_buffer(node)) temporaries.push_back(reads_.buffer_for(s.tensor));
-      launches.push_back(element_kernel(s, body, name));
-    }
-    Stmt body = make_seq(launches);
-    for (auto it = temporaries.rbegin(); it != temporaries.rend(); ++it) body = make_allocate(*it, body);
-    f.body = body;
+    LoweredFunc f = function_signature(op_, reads_);
+    StageBuilders build;
+    build.tiled = [this](const StageSchedule& s, const StageSchedule* consumer) {
+      return tiled(s, consumer, kernel_name(s.tensor.name()));
+    };
+    build.materialized = [this](const StageSchedule& s, const Expr& body) {
+      return element_kernel(s, body, kernel_name(s.tensor.name()));
+    };
+    f.body = lower_stage_by_stage(schedule_, reads_, build);
     return f;
   }
 
  private:
   // A C identifier: the function name, the stage's, and the launch's position (stages may share names).
-  std::string kernel_name(const std::string& stage, size_t index) const {
-    std::string name = op_.name + "_" + stage + "_" + std::to_string(index);
+  std::string kernel_name(const std::string& stage) {
+    std::string name = op_.name + "_" + stage + "_" + std::to_string(launches_++);
     for (char& c : name)
       if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
     return "loom_" + name;
@@ -107,6 +87,7 @@ class GpuLowerer {
   const Operator& op_;
   const Schedule& schedule_;
   StageReads reads_;
+  size_t launches_ = 0;
 };
 
 }  // namespace
