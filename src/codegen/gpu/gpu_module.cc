@@ -47,8 +47,9 @@ void find_stores(const Stmt& s, std::vector<const BufferNode*>& out) {
   } else if (auto* g = s->as<GpuLaunchNode>()) find_stores(g->body, out);
 }
 
-std::string escape_block(const std::string& tag, const std::string& body) {
-  return tag + " " + std::to_string(body.size()) + "\n" + body + "\n";
+// A length-prefixed block of text: "<tag> <bytes>\n<body>\n".
+void put_block(std::ostream& os, const char* tag, const std::string& body) {
+  os << tag << " " << body.size() << "\n" << body << "\n";
 }
 
 }  // namespace
@@ -77,9 +78,9 @@ int64_t SizeProgram::eval(const int64_t* sizes) const {
 }
 
 std::string SizeProgram::text() const {
-  std::string s;
-  for (int64_t c : code_) s += (s.empty() ? "" : " ") + std::to_string(c);
-  return s;
+  std::ostringstream os;
+  for (size_t i = 0; i < code_.size(); ++i) os << (i ? " " : "") << code_[i];
+  return os.str();
 }
 
 SizeProgram SizeProgram::parse(const std::string& text) {
@@ -121,7 +122,8 @@ std::string GpuModule::serialize() const {
   for (const GpuBufferPlan& b : buffers)
     os << b.name << " " << b.element_bytes << " " << b.is_arg << " " << b.written << " " << b.elements.text() << "\n";
   for (const GpuLaunchPlan& l : launches) os << l.kernel << " " << l.threads << " " << l.grid.text() << "\n";
-  os << escape_block("cuda", cuda_source) << escape_block("opencl", opencl_source);
+  put_block(os, "cuda", cuda_source);
+  put_block(os, "opencl", opencl_source);
   return os.str();
 }
 
