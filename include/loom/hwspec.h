@@ -18,6 +18,9 @@ struct CacheLevel {
   int64_t associativity = 8;
   int64_t shared_by_cores = 1;  // cores sharing one instance
   double bandwidth_gbs = 0;     // per core; 0 when unknown
+  // Per core, read in short runs (256 bytes) scattered over rows, where no
+  // prefetcher helps; 0 when unknown (taken as bandwidth_gbs).
+  double scattered_bandwidth_gbs = 0;
 };
 
 struct CpuSpec {
@@ -31,6 +34,7 @@ struct CpuSpec {
   double peak_gflops_per_core = 0;  // fp32; derived when absent
   double dram_bandwidth_gbs = 0;       // the whole machine's
   double dram_core_bandwidth_gbs = 0;  // what one core reads alone; 0 when unknown
+  double dram_core_scattered_bandwidth_gbs = 0;  // the same in short scattered runs (see CacheLevel); 0: unknown
   int load_bytes_per_cycle = 0;     // L1 load bandwidth; 0: two full vectors
   std::vector<CacheLevel> caches;  // innermost first
   std::vector<std::string> isa;    // e.g. {"avx2", "fma", "avx512f"}

@@ -44,7 +44,10 @@ long calibrate(F&& run, double seconds) {
   }
 }
 
-volatile float g_sink;  // keeps the probes' results alive
+volatile float g_sink;
+
+constexpr size_t kScatterRowBytes = 16 << 10;  // a row of a 4096-float matrix
+constexpr size_t kScatterRunBytes = 256;       // four cache lines of it  // keeps the probes' results alive
 
 // 16 dependent integer additions per iteration: 16 cycles on any core that
 // adds in one cycle; the loop's own instructions run beside them.
@@ -72,13 +75,18 @@ struct VectorProbes {
   float (*chains_fn)(long);
   float (*latency_fn)(long);
   float (*read_fn)(const float*, size_t, long);
+  float (*scattered_fn)(const float*, size_t, long);
   bool supported;
 };
 
 #if defined(__x86_64__)
 // Throughput: CHAINS independent accumulators per iteration. Latency: one
 // chain, 8 FMAs per iteration. Read bandwidth: CHAINS accumulators of
-// consecutive aligned vectors, `passes` times over the buffer.
+// consecutive aligned vectors, `passes` times over the buffer. Scattered
+// read bandwidth: the buffer as rows of kScatterRowBytes, read in runs of
+// kScatterRunBytes, one run from each row in turn (a register tile walking
+// down the rows of a large matrix), so that no prefetcher sees a run long
+// enough to follow.
 #define LOOM_VECTOR_PROBES(BITS, TARGET, VEC, SET1, FMADD, CHAINS)                                       \
   __attribute__((target(TARGET), noinline)) float fma_chains_##BITS(long iters) {                         \
     VEC acc[CHAINS];                                                                                      \
@@ -111,6 +119,20 @@ struct VectorProbes {
     VEC s = acc[0];                                                                                       \
     for (int j = 1; j < CHAINS; ++j) s += acc[j];                                                         \
     return s[0];                                                                                          \
+  }                                                                                                       \
+  __attribute__((target(TARGET), noinline)) float scattered_##BITS(const float* p, size_t n, long passes) { \
+    constexpr size_t lanes = BITS / 32, row = kScatterRowBytes / 4, run = kScatterRunBytes / 4;            \
+    VEC acc[run / lanes];                                                                                 \
+    for (size_t j = 0; j < run / lanes; ++j) acc[j] = SET1(0.0f);                                         \
+    for (long r = 0; r < passes; ++r)                                                                     \
+      for (size_t at = 0; at < row; at += run)                                                            \
+        for (size_t base = at; base + run <= n; base += row) {                                            \
+          _Pragma("GCC unroll 16") for (size_t j = 0; j < run / lanes; ++j) acc[j] +=                     \
+              *reinterpret_cast<const VEC*>(p + base + j * lanes);                                        \
+        }                                                                                                 \
+    VEC s = acc[0];                                                                                       \
+    for (size_t j = 1; j < run / lanes; ++j) s += acc[j];                                                 \
+    return s[0];                                                                                          \
   }
 
 LOOM_VECTOR_PROBES(128, "sse2,fma", __m128, _mm_set1_ps, _mm_fmadd_ps, 12)
@@ -120,10 +142,10 @@ LOOM_VECTOR_PROBES(512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 24)
 
 std::vector<VectorProbes> vector_probes() {
   __builtin_cpu_init();
-  return {{128, 12, fma_chains_128, fma_latency_128, read_128, bool(__builtin_cpu_supports("fma"))},
-          {256, 12, fma_chains_256, fma_latency_256, read_256,
+  return {{128, 12, fma_chains_128, fma_latency_128, read_128, scattered_128, bool(__builtin_cpu_supports("fma"))},
+          {256, 12, fma_chains_256, fma_latency_256, read_256, scattered_256,
            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-          {512, 24, fma_chains_512, fma_latency_512, read_512, bool(__builtin_cpu_supports("avx512f"))}};
+          {512, 24, fma_chains_512, fma_latency_512, read_512, scattered_512, bool(__builtin_cpu_supports("avx512f"))}};
 }
 #else
 std::vector<VectorProbes> vector_probes() { return {}; }
@@ -159,6 +181,7 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
   const auto start = Clock::now();
   HostProbe probe;
   float (*widest_read)(const float*, size_t, long) = nullptr;
+  float (*widest_scattered)(const float*, size_t, long) = nullptr;
   for (const auto& v : vector_probes()) {
     if (!v.supported || v.bits > widest_bits) continue;
     FmaProbe fma;
@@ -176,6 +199,7 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
     probe.fma.push_back(fma);
     probe.frequency_ghz = ghz;
     widest_read = v.read_fn;
+    widest_scattered = v.scattered_fn;
   }
   if (probe.fma.empty()) probe.frequency_ghz = measure_ghz();
   if (widest_read) {
@@ -185,11 +209,16 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
     for (const CacheLevel& c : caches) {
       const int64_t bytes = std::min<int64_t>(std::max(c.size_bytes / 2, (inner + c.size_bytes) / 2), 64 << 20);
       probe.cache_gbs.push_back(read_gbs(widest_read, size_t(bytes) & ~size_t(4095), 1e-3, 5));
+      // L1 is never filled from itself: its scattered figure is not needed.
+      const bool outer = &c != &caches.front();
+      probe.cache_scattered_gbs.push_back(
+          outer ? read_gbs(widest_scattered, size_t(bytes) & ~size_t(kScatterRowBytes - 1), 1e-3, 5) : 0.0);
       inner = c.size_bytes;
       last = std::max(last, c.size_bytes);
     }
     const int64_t dram_bytes = std::min<int64_t>(std::max<int64_t>(2 * last, 64 << 20), 256 << 20);
     probe.dram_gbs = read_gbs(widest_read, size_t(dram_bytes), 5e-3, 2);
+    probe.dram_scattered_gbs = read_gbs(widest_scattered, size_t(dram_bytes), 5e-3, 2);
   }
   probe.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return probe;
@@ -206,11 +235,18 @@ void apply_probe(const HostProbe& probe, CpuSpec& cpu) {
   }
   for (size_t i = 0; i < probe.cache_gbs.size() && i < cpu.caches.size(); ++i)
     if (probe.cache_gbs[i] > 0) cpu.caches[i].bandwidth_gbs = probe.cache_gbs[i];
+  // A scattered figure above the streaming one is noise (the machine is
+  // shared): reading in short runs is never faster.
+  for (size_t i = 0; i < probe.cache_scattered_gbs.size() && i < cpu.caches.size(); ++i)
+    if (probe.cache_scattered_gbs[i] > 0)
+      cpu.caches[i].scattered_bandwidth_gbs = std::min(probe.cache_scattered_gbs[i], cpu.caches[i].bandwidth_gbs);
   if (!probe.cache_gbs.empty() && probe.cache_gbs[0] > 0)
     cpu.load_bytes_per_cycle = std::clamp(int(std::lround(probe.cache_gbs[0] / cpu.frequency_ghz / 8)) * 8, 8, 4096);
   if (probe.dram_gbs > 0) {
     cpu.dram_core_bandwidth_gbs = probe.dram_gbs;
     cpu.dram_bandwidth_gbs = std::max(cpu.dram_bandwidth_gbs, probe.dram_gbs);
+    if (probe.dram_scattered_gbs > 0)
+      cpu.dram_core_scattered_bandwidth_gbs = std::min(probe.dram_scattered_gbs, probe.dram_gbs);
   }
 }
 

@@ -28,6 +28,11 @@ struct HostProbe {
   // of `caches` (same order), then from DRAM; 0 where it was not measured.
   std::vector<double> cache_gbs;
   double dram_gbs = 0;
+  // The same, read in short runs scattered over rows (what a tile walking
+  // down the rows of a large matrix sees: no prefetcher follows it);
+  // 0 where not measured (L1 always).
+  std::vector<double> cache_scattered_gbs;
+  double dram_scattered_gbs = 0;
   double elapsed_ms = 0;
 };
 

@@ -207,7 +207,7 @@ std::string describe(const HostProbe& probe) {
 HwSpec measure_host() {
   HwSpec spec = detect_host_structure();
   const std::string key = cpu_model_text() + "vector_bits=" + std::to_string(spec.cpu.vector_bits) +
-                          " loom=" LOOM_VERSION "\n";
+                          " loom=" LOOM_VERSION " probe=2\n";
   std::string path;
   try {
     path = cache_directory() + "/host-" + fnv1a_hex(key) + ".yaml";
@@ -242,10 +242,11 @@ std::string hwspec_fingerprint(const HwSpec& s) {
   const GpuSpec& g = s.gpu;
   os << int(s.kind) << ';' << c.cores << ';' << c.threads_per_core << ';' << c.vector_bits << ';' << c.fma_units << ';'
      << c.fma_latency << ';' << c.vector_registers << ';' << c.frequency_ghz << ';' << c.peak_gflops_per_core << ';'
-     << c.dram_bandwidth_gbs << ';' << c.dram_core_bandwidth_gbs << ';' << c.load_bytes_per_cycle << ';';
+     << c.dram_bandwidth_gbs << ';' << c.dram_core_bandwidth_gbs << ';' << c.dram_core_scattered_bandwidth_gbs << ';'
+     << c.load_bytes_per_cycle << ';';
   for (const CacheLevel& l : c.caches)
     os << l.name << ',' << l.size_bytes << ',' << l.line_bytes << ',' << l.associativity << ',' << l.shared_by_cores
-       << ',' << l.bandwidth_gbs << ';';
+       << ',' << l.bandwidth_gbs << ',' << l.scattered_bandwidth_gbs << ';';
   for (const std::string& i : c.isa) os << i << ',';
   os << ';' << g.sms << ';' << g.warp_size << ';' << g.max_threads_per_block << ';' << g.max_threads_per_sm << ';'
      << g.max_blocks_per_sm << ';' << g.shared_memory_per_block << ';' << g.shared_memory_per_sm << ';'

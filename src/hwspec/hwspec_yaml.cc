@@ -139,7 +139,8 @@ int count_documents(const std::string& text, int limit) {
 CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   r.only_keys(n, "cpu", {"cores", "threads_per_core", "vector_bits", "fma_units", "fma_latency",
                          "vector_registers", "frequency_ghz", "peak_gflops_per_core", "dram_bandwidth_gbs",
-                         "dram_core_bandwidth_gbs", "load_bytes_per_cycle", "caches", "isa"});
+                         "dram_core_bandwidth_gbs", "dram_core_scattered_bandwidth_gbs", "load_bytes_per_cycle",
+                         "caches", "isa"});
   CpuSpec c;
   c.cores = int(r.integer(n, "cpu", "cores", true, 1, 1, 4096));
   c.threads_per_core = int(r.integer(n, "cpu", "threads_per_core", false, 1, 1, 8));
@@ -158,6 +159,11 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   if (c.dram_core_bandwidth_gbs > c.dram_bandwidth_gbs)
     r.fail("cpu.dram_core_bandwidth_gbs", "value '" + Reader::shortest(c.dram_core_bandwidth_gbs) +
                                               "' exceeds dram_bandwidth_gbs " + Reader::shortest(c.dram_bandwidth_gbs));
+  c.dram_core_scattered_bandwidth_gbs = r.number(n, "cpu", "dram_core_scattered_bandwidth_gbs", false, 0.0, 0.0, 1e5);
+  if (c.dram_core_scattered_bandwidth_gbs > 0 && c.dram_core_scattered_bandwidth_gbs > c.dram_core_bandwidth_gbs)
+    r.fail("cpu.dram_core_scattered_bandwidth_gbs",
+           "value '" + Reader::shortest(c.dram_core_scattered_bandwidth_gbs) + "' exceeds dram_core_bandwidth_gbs " +
+               Reader::shortest(c.dram_core_bandwidth_gbs));
   c.load_bytes_per_cycle = int(r.integer(n, "cpu", "load_bytes_per_cycle", false, 0, 0, 4096));
   if (YAML::Node isa = n["isa"]) {
     if (!isa.IsSequence()) r.fail("cpu.isa", "expected a list of ISA extension names");
@@ -169,7 +175,9 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   for (size_t i = 0; i < caches.size(); ++i) {
     std::string where = "cpu.caches[" + std::to_string(i) + "]";
     const YAML::Node& cn = caches[i];
-    r.only_keys(cn, where, {"name", "size", "line_bytes", "associativity", "shared_by_cores", "bandwidth_gbs"});
+    r.only_keys(cn, where,
+                {"name", "size", "line_bytes", "associativity", "shared_by_cores", "bandwidth_gbs",
+                 "scattered_bandwidth_gbs"});
     CacheLevel lvl;
     lvl.name = r.text(cn, where, "name");
     lvl.size_bytes = r.bytes(cn, where, "size", true, 0, 1024, int64_t(1) << 40);
@@ -179,6 +187,10 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
     lvl.associativity = r.integer(cn, where, "associativity", true, 8, 1, 4096);
     lvl.shared_by_cores = r.integer(cn, where, "shared_by_cores", false, 1, 1, 4096);
     lvl.bandwidth_gbs = r.number(cn, where, "bandwidth_gbs", false, 0.0, 0.0, 1e6);
+    lvl.scattered_bandwidth_gbs = r.number(cn, where, "scattered_bandwidth_gbs", false, 0.0, 0.0, 1e6);
+    if (lvl.scattered_bandwidth_gbs > 0 && lvl.scattered_bandwidth_gbs > lvl.bandwidth_gbs)
+      r.fail(where + ".scattered_bandwidth_gbs", "value '" + Reader::shortest(lvl.scattered_bandwidth_gbs) +
+                                                     "' exceeds bandwidth_gbs " + Reader::shortest(lvl.bandwidth_gbs));
     // Both products stay below 2^52: size <= 2^40, shared_by_cores <= 2^12.
     if (!c.caches.empty() && lvl.size_bytes * lvl.shared_by_cores <=
                                  c.caches.back().size_bytes * c.caches.back().shared_by_cores)
@@ -290,6 +302,8 @@ void emit_cpu(YAML::Emitter& out, const CpuSpec& c) {
   out << YAML::Key << "dram_bandwidth_gbs" << YAML::Value << c.dram_bandwidth_gbs;
   if (c.dram_core_bandwidth_gbs > 0)
     out << YAML::Key << "dram_core_bandwidth_gbs" << YAML::Value << c.dram_core_bandwidth_gbs;
+  if (c.dram_core_scattered_bandwidth_gbs > 0)
+    out << YAML::Key << "dram_core_scattered_bandwidth_gbs" << YAML::Value << c.dram_core_scattered_bandwidth_gbs;
   if (c.load_bytes_per_cycle > 0) out << YAML::Key << "load_bytes_per_cycle" << YAML::Value << c.load_bytes_per_cycle;
   out << YAML::Key << "isa" << YAML::Value << YAML::Flow << c.isa;
   out << YAML::Key << "caches" << YAML::Value << YAML::BeginSeq;
@@ -301,6 +315,8 @@ void emit_cpu(YAML::Emitter& out, const CpuSpec& c) {
     out << YAML::Key << "associativity" << YAML::Value << l.associativity;
     out << YAML::Key << "shared_by_cores" << YAML::Value << l.shared_by_cores;
     if (l.bandwidth_gbs > 0) out << YAML::Key << "bandwidth_gbs" << YAML::Value << l.bandwidth_gbs;
+    if (l.scattered_bandwidth_gbs > 0)
+      out << YAML::Key << "scattered_bandwidth_gbs" << YAML::Value << l.scattered_bandwidth_gbs;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

@@ -61,6 +61,14 @@ TEST(HwSpec, HostIsDetected) {
   for (const CacheLevel& l : c.caches) EXPECT_GT(l.bandwidth_gbs, 0) << l.name;
   EXPECT_GT(c.dram_core_bandwidth_gbs, 0);
   EXPECT_LE(c.dram_core_bandwidth_gbs, c.dram_bandwidth_gbs);
+  // Short scattered runs, measured for every level something is filled
+  // from (all but L1) and DRAM: never faster than streaming.
+  for (size_t i = 1; i < c.caches.size(); ++i) {
+    EXPECT_GT(c.caches[i].scattered_bandwidth_gbs, 0) << c.caches[i].name;
+    EXPECT_LE(c.caches[i].scattered_bandwidth_gbs, c.caches[i].bandwidth_gbs) << c.caches[i].name;
+  }
+  EXPECT_GT(c.dram_core_scattered_bandwidth_gbs, 0);
+  EXPECT_LE(c.dram_core_scattered_bandwidth_gbs, c.dram_core_bandwidth_gbs);
 #endif
 }
 
@@ -118,6 +126,31 @@ TEST(HwSpec, BadFilesNameTheFileFieldAndValue) {
                     "field 'cpu.caches[0].size': value '32 parsecs' has an unknown unit");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "kind: cpu", "kind: tpu"), "f.yaml"),
                     "field 'kind': value 'tpu' must be cpu or gpu");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "associativity: 16}",
+                                              "associativity: 16, bandwidth_gbs: 50, scattered_bandwidth_gbs: 60}"),
+                                      "f.yaml"),
+                    "field 'cpu.caches[1].scattered_bandwidth_gbs': value '60' exceeds bandwidth_gbs 50");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(kGoodCpu, "  dram_bandwidth_gbs: 20\n",
+                                              "  dram_bandwidth_gbs: 20\n  dram_core_bandwidth_gbs: 10\n"
+                                              "  dram_core_scattered_bandwidth_gbs: 12\n"),
+                                      "f.yaml"),
+                    "field 'cpu.dram_core_scattered_bandwidth_gbs': value '12' exceeds dram_core_bandwidth_gbs 10");
+}
+
+TEST(HwSpec, ScatteredBandwidthsAreReadAndPrinted) {
+  const std::string text = replace(replace(kGoodCpu, "associativity: 16}",
+                                           "associativity: 16, bandwidth_gbs: 50, scattered_bandwidth_gbs: 20}"),
+                                   "  dram_bandwidth_gbs: 20\n",
+                                   "  dram_bandwidth_gbs: 20\n  dram_core_bandwidth_gbs: 10\n"
+                                   "  dram_core_scattered_bandwidth_gbs: 4\n");
+  const HwSpec s = parse_hwspec_yaml(text, "t.yaml");
+  EXPECT_EQ(s.cpu.caches[1].scattered_bandwidth_gbs, 20);
+  EXPECT_EQ(s.cpu.dram_core_scattered_bandwidth_gbs, 4);
+  const HwSpec again = parse_hwspec_yaml(hwspec_to_yaml(s), "printed");
+  EXPECT_EQ(hwspec_fingerprint(again), hwspec_fingerprint(s));
+  HwSpec other = s;
+  other.cpu.dram_core_scattered_bandwidth_gbs = 5;
+  EXPECT_NE(hwspec_fingerprint(other), hwspec_fingerprint(s));
 }
 
 // The text of a bundled spec, to edit.
