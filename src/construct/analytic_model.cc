@@ -21,6 +21,23 @@ double read_bandwidth(const CpuSpec& c, size_t i) {
   return 64.0 / double(int64_t(1) << std::min<size_t>(i, 3)) * c.frequency_ghz * 1e9;
 }
 
+// The same for reads in short runs scattered over rows, which no prefetcher
+// follows: the spec's measured figure, else the streaming one.
+double scattered_bandwidth(const CpuSpec& c, size_t i) {
+  if (i < c.caches.size() && c.caches[i].scattered_bandwidth_gbs > 0) return c.caches[i].scattered_bandwidth_gbs * 1e9;
+  if (i == c.caches.size() && c.dram_core_scattered_bandwidth_gbs > 0) return c.dram_core_scattered_bandwidth_gbs * 1e9;
+  return read_bandwidth(c, i);
+}
+
+// Prefetchers follow a run of consecutive lines once they have seen its
+// first few, and stop at a page boundary; they track a handful of runs at a
+// time. (These are the common behaviour of hardware prefetchers, not one
+// vendor's figures; how much a run that nobody prefetches costs is the
+// spec's measured scattered bandwidth.)
+constexpr double kPrefetchLeadBytes = 512;
+constexpr double kPageBytes = 4096;
+constexpr double kTrackedRuns = 8;
+
 // Bytes per second packing into the private cache at tile level `level`:
 // the region is read from the next level out.
 double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
@@ -28,11 +45,78 @@ double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
   return read_bandwidth(hw.cpu, size_t(from_inner) + 1);
 }
 
-// Trip count of level-l loops over axis a inside the parent tile.
+// Trip count of level-l loops over axis a inside the parent tile (tiles may
+// be larger than a short axis: the parent is cut to the extent).
 double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
-  double parent = l == 0 ? double(an.plan_extent(a)) : double(s.tile[l - 1][a]);
-  if (l > 0 && an.is_reduce_axis(a) && l - 1 == 0) parent = double(an.plan_extent(a));
+  const double extent = double(an.plan_extent(a));
+  double parent = l == 0 ? extent : std::min(extent, double(s.tile[l - 1][a]));
+  if (l > 0 && an.is_reduce_axis(a) && l - 1 == 0) parent = extent;
   return ceil_div(parent, double(s.tile[l][a]));
+}
+
+// Extent along axis `a` of the region a pack at `point` copies.
+double pack_extent(const StateData& s, const AnchorInfo& an, int point, int a) {
+  const int level = s.pack_level(point), pos = s.pack_position(point);
+  bool opened = false;
+  for (int p = 0; p < pos; ++p) opened |= s.order[level][p] == a;
+  const double extent = double(an.plan_extent(a));
+  if (opened) return std::min(extent, double(s.tile[level][a]));
+  return level == 1 && an.is_reduce_axis(a) ? extent : std::min(extent, double(s.tile[level - 1][a]));
+}
+
+// Bytes each prefetch stream of an access covers, in the order the loops
+// touch them. A stream is the part of the micro-kernel's data tile within
+// a page: the contiguous axis, then the next-strided axes while their span
+// stays within a page (the rows of an NHWC window are one stream each).
+// While the streams are few enough to be tracked, each enclosing loop
+// (innermost first) that steps along a stream's axes lengthens them; the
+// first loop that moves the access another way ends them.
+double stream_bytes(const StateData& s, const AnchorInfo& an, const Access& x, const std::vector<int64_t>& micro) {
+  std::vector<int> axes;
+  for (int a = 0; a < an.num_axes(); ++a)
+    if (x.uses_axis[a] && x.stride[a] && micro[a] > 1) axes.push_back(a);
+  std::sort(axes.begin(), axes.end(), [&](int a, int b) { return std::abs(*x.stride[a]) < std::abs(*x.stride[b]); });
+  std::vector<bool> in_stream(size_t(an.num_axes()), false);
+  std::vector<int64_t> stream_tile(micro.size(), 1);
+  double span = 1;  // elements
+  for (int a : axes) {
+    const double stride = double(std::abs(*x.stride[a]));
+    const double wider = span + stride * double(micro[size_t(a)] - 1);
+    if (span > 1 && 4 * wider > kPageBytes) break;  // past the page
+    span = wider;
+    in_stream[size_t(a)] = true;
+    stream_tile[size_t(a)] = micro[size_t(a)];
+  }
+  if (x.data_tile(micro.data()) / x.data_tile(stream_tile.data()) > kTrackedRuns) return 4 * span;
+  for (int l = s.reg_level(); l >= 0; --l) {
+    const auto order = s.order[l];
+    for (const int* it = order.end(); it != order.begin();) {
+      const int a = *--it;
+      if (!x.uses_axis[a] || (l == 0 && an.is_reduce_axis(a))) continue;
+      const double k = trips(s, an, l, a);
+      if (k <= 1) continue;
+      if (!in_stream[size_t(a)]) return 4 * span;
+      span += double(std::abs(*x.stride[a])) * double(s.tile[l][a]) * (k - 1);
+    }
+  }
+  return 4 * span;
+}
+
+// The output as an access: contiguous along the last spatial axis.
+Access output_access(const AnchorInfo& an) {
+  Access out;
+  const int n = an.num_axes();
+  out.uses_axis.assign(size_t(n), false);
+  out.stride.assign(size_t(n), std::nullopt);
+  int64_t stride = 1;
+  for (int a = an.num_spatial - 1; a >= 0; --a) {
+    out.uses_axis[size_t(a)] = true;
+    out.stride[size_t(a)] = stride;
+    out.dim_coeff.insert(out.dim_coeff.begin(), std::vector<int64_t>(size_t(n), 0));
+    out.dim_coeff.front()[size_t(a)] = 1;
+    stride *= an.plan_extent(a);
+  }
+  return out;
 }
 
 }  // namespace
@@ -90,11 +174,13 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     double elems = x.data_tile(t.data());
     bool contiguous = s.vec_axis >= 0 && x.uses_axis[s.vec_axis] &&
                       (s.pack[i] >= 0 || (x.stride[s.vec_axis] && *x.stride[s.vec_axis] == 1));
-    if (s.vec_axis >= 0 && x.uses_axis[s.vec_axis] && !contiguous) gather = true;
+    const bool gathered = s.vec_axis >= 0 && x.uses_axis[s.vec_axis] && !contiguous;
+    gather |= gathered;
     // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
-    // or broadcast load takes one of the two load ports.
+    // or broadcast load takes one of the two load ports; a gathered vector
+    // is assembled an element per cycle (a scalar load and an insert each).
     const double vector_cost = std::max(0.5, double(cpu.vector_bits / 8) / double(cpu.load_bytes()));
-    loads += contiguous ? elems / W * vector_cost : elems * 0.5;
+    loads += contiguous ? elems / W * vector_cost : gathered ? elems : elems * 0.5;
   }
   if (gather) est.vector_util /= 2.0 * W / lanes + 1;
   const double fma_cycles = acc / cpu.fma_units;
@@ -112,25 +198,49 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   struct Granularity {
     double footprint = 0, bytes = 0;
     double streamed = 0;  // bytes when nothing stays resident between calls
+    // The part of `bytes` (`streamed`) read as demand misses: runs too short
+    // for a prefetcher to follow.
+    double demand = 0, streamed_demand = 0;
   };
+  std::vector<int64_t> scratch = s.tile.row(reg);  // a micro-kernel call's block
+  for (int a = an.num_spatial; a < n; ++a) scratch[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
+  // Per access (the output last): the part of its bytes that arrive as
+  // demand misses, from the runs it reads in time order (a packed access
+  // is read from its source by the pack, row by row of the packed region).
+  std::vector<double> demand_fraction;
+  const Access output = output_access(an);
+  for (size_t i = 0; i <= an.accesses.size(); ++i) {
+    const Access& x = i < an.accesses.size() ? an.accesses[i] : output;
+    double bytes = 0;
+    if (i < an.accesses.size() && s.pack[i] >= 0) {
+      bytes = 4;  // the pack reads its region row by row along the contiguous axis
+      for (int a = 0; a < n; ++a)
+        if (x.stride[a] == 1) bytes = 4 * pack_extent(s, an, s.pack[i], a);
+    } else {
+      bytes = stream_bytes(s, an, x, scratch);
+    }
+    demand_fraction.push_back(std::min(1.0, kPrefetchLeadBytes / std::min(bytes, kPageBytes)));
+  }
   std::vector<Granularity> grains;
   grains.reserve(size_t(reg) + 2);
-  std::vector<bool> out_uses(n, false);
-  for (int a = 0; a < an.num_spatial; ++a) out_uses[a] = true;
   auto measure = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int enclosing_level) {
     Granularity g;
     double calls = 1;
     for (int a = 0; a < n; ++a) calls *= ceil_div(double(full[a]), double(t[a]));
-    auto add = [&](const std::vector<bool>& uses, double elems, double times, double line_util) {
+    // `demand`: the fraction of the access's bytes read as demand misses.
+    auto add = [&](const std::vector<bool>& uses, double elems, double times, double line_util, double demand) {
       double reuse = 1;
       for (const int* it = enclosing.end(); it != enclosing.begin();) {
         --it;
         if (uses[*it]) break;
         reuse *= trips(s, an, enclosing_level, *it);
       }
+      const double bytes = 4 * elems * times * calls / line_util;
       g.footprint += 4 * elems;
-      g.bytes += 4 * elems * times * calls / reuse / line_util;
-      g.streamed += 4 * elems * times * calls / line_util;
+      g.bytes += bytes / reuse;
+      g.demand += bytes / reuse * demand;
+      g.streamed += bytes;
+      g.streamed_demand += bytes * demand;
     };
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       const Access& x = an.accesses[i];
@@ -138,15 +248,13 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       for (int a = 0; a < n; ++a)
         if (x.stride[a] && *x.stride[a] == 1) run = double(t[a]);
       double util = s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0);
-      add(x.uses_axis, x.data_tile(t), 1, util);
+      add(x.uses_axis, x.data_tile(t), 1, util, demand_fraction[i]);
     }
     double out_elems = 1;
     for (int a = 0; a < an.num_spatial; ++a) out_elems *= double(t[a]);
-    add(out_uses, out_elems, 2, 1);
+    add(output.uses_axis, out_elems, 2, 1, demand_fraction.back());
     grains.push_back(g);
   };
-  std::vector<int64_t> scratch = s.tile.row(reg);  // a micro-kernel call's block
-  for (int a = an.num_spatial; a < n; ++a) scratch[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
   measure(scratch.data(), s.order[reg], reg);
   for (int l = reg - 1; l >= 1; --l) measure(s.tile[l], s.order[l], l);
   for (int a = 0; a < n; ++a) scratch[a] = a < an.num_spatial ? s.tile[0][a] : full[a];
@@ -164,8 +272,9 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     for (const Granularity& g : grains)
       if (g.footprint <= capacity) fit = &g;
     // Nothing fits: every micro-kernel call streams its whole working set.
-    double bytes = fit ? fit->bytes : grains.front().streamed;
-    est.level_s[est.caches++] = bytes / bandwidth;
+    const double bytes = fit ? fit->bytes : grains.front().streamed;
+    const double demand = fit ? fit->demand : grains.front().streamed_demand;
+    est.level_s[est.caches++] = (bytes - demand) / bandwidth + demand / scattered_bandwidth(cpu, level + 1);
   }
   double outer_trips = 1;  // number of level-0 tiles
   for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trips(s, an, 0, a);
@@ -180,9 +289,11 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       for (int p = 0; p < pos; ++p) opened |= s.order[level][p] == a;
       for (int l = 1; l < level; ++l) count *= trips(s, an, l, a);
       if (opened) count *= trips(s, an, level, a);
-      if (an.accesses[i].uses_axis[a]) region *= double(opened ? s.tile[level][a] : (level == 1 && an.is_reduce_axis(a) ? full[a] : s.tile[level - 1][a]));
+      if (an.accesses[i].uses_axis[a]) region *= pack_extent(s, an, s.pack[i], a);
     }
-    est.pack_s += 2 * 4 * region * count / fill_bandwidth(s, hw, level) + region * count / (4 * freq);
+    // The copy loop is scalar: about one element per cycle (a load, a store
+    // and the packed layout's index arithmetic).
+    est.pack_s += 2 * 4 * region * count / fill_bandwidth(s, hw, level) + region * count / freq;
   }
 
   // --- penalties ---

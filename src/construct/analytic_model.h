@@ -10,7 +10,8 @@
 //   ilp         = min(1, accumulators / (fma_latency * fma_units));
 //   issue       = FMA cycles / max(FMA cycles, load cycles) per reduction
 //                 step of the micro-kernel (vector loads at the hwspec's L1
-//                 load bandwidth, scalar/broadcast loads on two ports).
+//                 load bandwidth, scalar/broadcast loads on two ports, a
+//                 gathered vector one element per cycle).
 // Traffic. Per granularity g (a micro-kernel call, each cache tile, the
 // parallel tile) and access X:
 //   bytes_g(X)  = 4 * D_X(T_g) * calls_g / reuse_g(X),
@@ -19,14 +20,25 @@
 //   reuse_g(X)  = product of the trip counts of the innermost enclosing loops
 //                 whose axes X does not use (its tile stays resident);
 //   the output counts twice (read and write) per reduction block. Each cache
-//   (L1, L2, a core's share of L3) pays, at the bandwidth filling it:
+//   (L1, L2, a core's share of L3) pays, at the bandwidth filling it (the
+//   measured streaming one; for the share of bytes prefetchers cannot
+//   cover, the measured scattered one):
 //   nothing when the whole problem fits in 3/4 of it (kernels run
 //   repeatedly, data stays hot); else the traffic of the outermost g whose
 //   footprint fits; else, when none fits, every micro-kernel call's whole
 //   working set (no reuse). Unpacked accesses whose contiguous run is
 //   shorter than a cache line pay for whole lines.
+// Streams. Prefetchers follow a run of lines after its first ~512 bytes,
+//   within a page, and track a few (8) runs at once. An access's streams
+//   are its micro-kernel data tile cut at page boundaries (the contiguous
+//   axis, then the next-strided axes while they stay within a page); when
+//   there are at most 8, each enclosing loop stepping along their axes
+//   lengthens them. The first 512 bytes of every stream (all of a shorter
+//   one) are demand misses, charged at the scattered bandwidth. A packed
+//   access is read row by row of its packed region.
 // Packing. Each packed access moves its region twice per pack at the read
-// bandwidth of the level it comes from.
+// bandwidth of the level it comes from, plus a cycle per element for the
+// scalar copy loop.
 // Bandwidths are the spec's measured read bandwidths per level (a detected
 // host always has them); a spec without them gets 64 bytes per cycle from
 // L1, halving per level outward.

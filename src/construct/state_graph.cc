@@ -232,6 +232,31 @@ State gpu_seed(const AnchorInfo& anchor, const HwSpec& target, int64_t threads, 
   return s;
 }
 
+// The seed with the reduction loops of the innermost cache tile outermost
+// and short (kStreamingReduceTile): the micro-kernel then sweeps the whole
+// cache tile along the spatial axes for a few reduction steps at a time, so
+// an input contiguous along them (B of a GEMV) is read in long runs, a few
+// at once, which prefetchers follow.
+State streaming_variant(State s, const AnchorInfo& anchor, const HwSpec& target) {
+  constexpr int64_t kStreamingReduceTile = 4;
+  const int level = s->reg_level() - 1;
+  for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a) {
+    if (a == s->vec_axis) continue;
+    while (s->tile[level][a] > kStreamingReduceTile) {
+      StepResult r = apply_step(*s, {StepKind::TileShrink, level, a}, anchor, target);
+      if (!r) break;
+      s = r.state;
+    }
+    for (size_t pos = std::find(s->order[level].begin(), s->order[level].end(), a) - s->order[level].begin(); pos > 0;
+         --pos) {
+      StepResult r = apply_step(*s, {StepKind::Reorder, level, int(pos) - 1}, anchor, target);
+      if (!r) break;
+      s = r.state;
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
@@ -289,6 +314,7 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
       if (StepResult p = apply_step(*s, {StepKind::Pack, int(i), point}, anchor, target)) s = p.state;
     }
     seeds.push_back(s);
+    if (anchor.is_reduction) seeds.push_back(streaming_variant(s, anchor, target));
   }
   return seeds;
 }
