@@ -5,7 +5,11 @@
 // how far the model's first pick is from the fastest state measured.
 //
 //   loom_bench_model_rank [--k=40] [--specs=host,host256] [--only=OP] [--json=FILE]
+//                         [--shape=OP:NAME=V,NAME=V...] [--show=N]
 //
+// --shape ranks that one shape instead of the list; --show prints each
+// shape's first N states with predicted and measured times and the model's
+// terms (to see where it mis-ranks).
 // Specs: `host` is the detected (measured) host; `host256` is the same core
 // restricted to AVX2 (vector_bits 256, 16 registers, no avx512f: the kernels
 // are compiled as AVX2 code), with FMA figures re-measured at 256 bits; any
@@ -47,6 +51,15 @@ std::vector<Shape> shapes() {
                                 {"stride", "2"}, {"pad", "2"}}},
           {"depthwise_conv2d", {{"N", "1"}, {"H", "112"}, {"W", "112"}, {"C", "32"}, {"KH", "3"}, {"KW", "3"},
                                 {"stride", "1"}, {"pad", "1"}}}};
+}
+
+// "matmul:M=1,N=4096,K=4096".
+Shape parse_shape(const std::string& text) {
+  Shape shape{text.substr(0, text.find(':')), {}};
+  std::stringstream rest(text.find(':') == std::string::npos ? "" : text.substr(text.find(':') + 1));
+  for (std::string kv; std::getline(rest, kv, ',');)
+    shape.params[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  return shape;
 }
 
 loom::HwSpec spec_named(const std::string& name) {
@@ -93,15 +106,19 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 int main(int argc, char** argv) {
   int k = 40;
-  std::string specs = "host,host256", json_path = "bench_model_rank.json", only;
+  std::string specs = "host,host256", json_path = "bench_model_rank.json", only, one_shape;
+  size_t show = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--k=", 0) == 0) k = std::stoi(a.substr(4));
     else if (a.rfind("--specs=", 0) == 0) specs = a.substr(8);
     else if (a.rfind("--json=", 0) == 0) json_path = a.substr(7);
     else if (a.rfind("--only=", 0) == 0) only = a.substr(7);
+    else if (a.rfind("--shape=", 0) == 0) one_shape = a.substr(8);
+    else if (a.rfind("--show=", 0) == 0) show = size_t(std::stoul(a.substr(7)));
     else {
-      std::fprintf(stderr, "usage: loom_bench_model_rank [--k=40] [--specs=host,host256] [--only=OP] [--json=FILE]\n");
+      std::fprintf(stderr, "usage: loom_bench_model_rank [--k=40] [--specs=host,host256] [--only=OP] [--json=FILE] "
+                           "[--shape=OP:NAME=V,...] [--show=N]\n");
       return 2;
     }
   }
@@ -113,12 +130,13 @@ int main(int argc, char** argv) {
                 spec.cpu.fma_units, spec.cpu.peak_gflops_per_core);
     std::printf("%-44s %6s %9s %12s %12s\n", "shape", "states", "spearman", "top1/best", "best GFLOP/s");
     std::vector<double> rhos, picks;
-    for (const Shape& shape : shapes()) {
+    for (const Shape& shape : one_shape.empty() ? shapes() : std::vector<Shape>{parse_shape(one_shape)}) {
       if (!only.empty() && shape.op != only) continue;
       loom::Operator op = loom::make_operator(shape.op, shape.params);
       loom::Task task = loom::make_task(op, spec, 1);
       std::vector<loom::Candidate> batch;
-      for (const loom::RankedState& r : loom::construct_states(task, k, {}))
+      const std::vector<loom::RankedState> ranked = loom::construct_states(task, k, {});
+      for (const loom::RankedState& r : ranked)
         batch.push_back(loom::make_candidate(task, r.state, r.estimate.seconds));
       loom::MeasureOptions mo;
       mo.isolate = false;
@@ -131,6 +149,9 @@ int main(int argc, char** argv) {
           predicted.push_back(batch[i].predicted_s);
           measured.push_back(results[i].time_ms);
         }
+      for (size_t i = 0; i < std::min(show, batch.size()); ++i)
+        std::printf("  #%zu measured %.4f ms  %s\n      %s\n", i, results[i].ok() ? results[i].time_ms : NAN,
+                    ranked[i].estimate.str().c_str(), ranked[i].state->str().c_str());
       if (measured.empty()) continue;
       const double best = *std::min_element(measured.begin(), measured.end());
       const double rho = spearman(predicted, measured), pick = best / measured[0];
