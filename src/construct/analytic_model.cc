@@ -39,11 +39,15 @@ constexpr double kPageBytes = 4096;
 constexpr double kTrackedRuns = 8;
 
 // Bytes per second packing into the private cache at tile level `level`:
-// the region is read from the next level out.
-double fill_bandwidth(const StateData& s, const HwSpec& hw, int level) {
-  const int from_inner = std::max(0, s.reg_level() - 1 - level);  // 0: L1
-  return read_bandwidth(hw.cpu, size_t(from_inner) + 1);
+// the region is read from the next level out (`scattered`: in runs no
+// prefetcher follows).
+double fill_bandwidth(const StateData& s, const HwSpec& hw, int level, bool scattered = false) {
+  const size_t from = size_t(std::max(0, s.reg_level() - 1 - level)) + 1;  // 1: L2
+  return scattered ? scattered_bandwidth(hw.cpu, from) : read_bandwidth(hw.cpu, from);
 }
+
+// The part of a read in runs of `bytes` that prefetchers do not cover.
+double demand_share(double bytes) { return std::min(1.0, kPrefetchLeadBytes / std::min(bytes, kPageBytes)); }
 
 // Trip count of level-l loops over axis a inside the parent tile (tiles may
 // be larger than a short axis: the parent is cut to the extent).
@@ -72,19 +76,21 @@ double pack_extent(const StateData& s, const AnchorInfo& an, int point, int a) {
 // (innermost first) that steps along a stream's axes lengthens them; the
 // first loop that moves the access another way ends them.
 double stream_bytes(const StateData& s, const AnchorInfo& an, const Access& x, const std::vector<int64_t>& micro) {
-  std::vector<int> axes;
+  // Called for every access of every state the traversal weighs: scratch
+  // space is kept per thread.
+  thread_local std::vector<int> axes;
+  thread_local std::vector<int64_t> stream_tile;
+  axes.clear();
   for (int a = 0; a < an.num_axes(); ++a)
     if (x.uses_axis[a] && x.stride[a] && micro[a] > 1) axes.push_back(a);
   std::sort(axes.begin(), axes.end(), [&](int a, int b) { return std::abs(*x.stride[a]) < std::abs(*x.stride[b]); });
-  std::vector<bool> in_stream(size_t(an.num_axes()), false);
-  std::vector<int64_t> stream_tile(micro.size(), 1);
+  stream_tile.assign(micro.size(), 1);
   double span = 1;  // elements
   for (int a : axes) {
     const double stride = double(std::abs(*x.stride[a]));
     const double wider = span + stride * double(micro[size_t(a)] - 1);
     if (span > 1 && 4 * wider > kPageBytes) break;  // past the page
     span = wider;
-    in_stream[size_t(a)] = true;
     stream_tile[size_t(a)] = micro[size_t(a)];
   }
   if (x.data_tile(micro.data()) / x.data_tile(stream_tile.data()) > kTrackedRuns) return 4 * span;
@@ -95,28 +101,44 @@ double stream_bytes(const StateData& s, const AnchorInfo& an, const Access& x, c
       if (!x.uses_axis[a] || (l == 0 && an.is_reduce_axis(a))) continue;
       const double k = trips(s, an, l, a);
       if (k <= 1) continue;
-      if (!in_stream[size_t(a)]) return 4 * span;
+      if (stream_tile[size_t(a)] == 1) return 4 * span;  // not along the streams
       span += double(std::abs(*x.stride[a])) * double(s.tile[l][a]) * (k - 1);
     }
   }
   return 4 * span;
 }
 
-// The output as an access: contiguous along the last spatial axis.
-Access output_access(const AnchorInfo& an) {
-  Access out;
-  const int n = an.num_axes();
-  out.uses_axis.assign(size_t(n), false);
-  out.stride.assign(size_t(n), std::nullopt);
-  int64_t stride = 1;
-  for (int a = an.num_spatial - 1; a >= 0; --a) {
-    out.uses_axis[size_t(a)] = true;
-    out.stride[size_t(a)] = stride;
-    out.dim_coeff.insert(out.dim_coeff.begin(), std::vector<int64_t>(size_t(n), 0));
-    out.dim_coeff.front()[size_t(a)] = 1;
-    stride *= an.plan_extent(a);
+// The most lines one micro-kernel step of an unpacked access puts in one L1
+// set: the register tile's elements over its spatial axes (the vector axis
+// is one run), lines of `line` bytes, sets a `way` apart. 0 when the step
+// reads within one line.
+int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Access& x, int64_t line, int64_t way) {
+  thread_local std::vector<int64_t> offsets, next;
+  offsets.assign(1, 0);
+  const int reg = s.reg_level();
+  for (int a = 0; a < an.num_spatial; ++a) {
+    const int64_t R = s.tile[reg][a];
+    if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
+    next.clear();
+    for (int64_t o : offsets)
+      for (int64_t k = 0; k < R; ++k) next.push_back(o + k * *x.stride[a] * 4);
+    offsets.swap(next);
+    if (offsets.size() > 4096) return 0;  // beyond any register tile
   }
-  return out;
+  if (offsets.size() < 2) return 0;
+  for (int64_t& o : offsets) o = o >= 0 ? o / line : -((-o + line - 1) / line);  // line index
+  std::sort(offsets.begin(), offsets.end());
+  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  if (offsets.size() < 2) return 0;
+  const int64_t sets = std::max<int64_t>(1, way / line);
+  for (int64_t& o : offsets) o = ((o % sets) + sets) % sets;
+  std::sort(offsets.begin(), offsets.end());
+  int64_t most = 0;
+  for (size_t i = 0, j = 0; i < offsets.size(); i = j) {
+    while (j < offsets.size() && offsets[j] == offsets[i]) ++j;
+    most = std::max<int64_t>(most, int64_t(j - i));
+  }
+  return most;
 }
 
 }  // namespace
@@ -205,21 +227,14 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   std::vector<int64_t> scratch = s.tile.row(reg);  // a micro-kernel call's block
   for (int a = an.num_spatial; a < n; ++a) scratch[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
   // Per access (the output last): the part of its bytes that arrive as
-  // demand misses, from the runs it reads in time order (a packed access
-  // is read from its source by the pack, row by row of the packed region).
-  std::vector<double> demand_fraction;
-  const Access output = output_access(an);
+  // demand misses, from the runs it reads in time order. A packed access
+  // reads its own contiguous buffer; its source is read by the pack.
+  thread_local std::vector<double> demand_fraction;
+  demand_fraction.clear();
   for (size_t i = 0; i <= an.accesses.size(); ++i) {
-    const Access& x = i < an.accesses.size() ? an.accesses[i] : output;
-    double bytes = 0;
-    if (i < an.accesses.size() && s.pack[i] >= 0) {
-      bytes = 4;  // the pack reads its region row by row along the contiguous axis
-      for (int a = 0; a < n; ++a)
-        if (x.stride[a] == 1) bytes = 4 * pack_extent(s, an, s.pack[i], a);
-    } else {
-      bytes = stream_bytes(s, an, x, scratch);
-    }
-    demand_fraction.push_back(std::min(1.0, kPrefetchLeadBytes / std::min(bytes, kPageBytes)));
+    const bool packed = i < an.accesses.size() && s.pack[i] >= 0;
+    demand_fraction.push_back(
+        packed ? 0.0 : demand_share(stream_bytes(s, an, i < an.accesses.size() ? an.accesses[i] : an.output, scratch)));
   }
   std::vector<Granularity> grains;
   grains.reserve(size_t(reg) + 2);
@@ -252,7 +267,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     }
     double out_elems = 1;
     for (int a = 0; a < an.num_spatial; ++a) out_elems *= double(t[a]);
-    add(output.uses_axis, out_elems, 2, 1, demand_fraction.back());
+    add(an.output.uses_axis, out_elems, 2, 1, demand_fraction.back());
     grains.push_back(g);
   };
   measure(scratch.data(), s.order[reg], reg);
@@ -291,9 +306,16 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       if (opened) count *= trips(s, an, level, a);
       if (an.accesses[i].uses_axis[a]) region *= pack_extent(s, an, s.pack[i], a);
     }
-    // The copy loop is scalar: about one element per cycle (a load, a store
-    // and the packed layout's index arithmetic).
-    est.pack_s += 2 * 4 * region * count / fill_bandwidth(s, hw, level) + region * count / freq;
+    // Read from the source row by row of the region (runs along the
+    // contiguous axis), written once, by a scalar copy loop: about an
+    // element per cycle (a load, a store and the packed layout's index
+    // arithmetic; measured on a 3x3 convolution's packed input).
+    double run = 4;
+    for (int a = 0; a < n; ++a)
+      if (an.accesses[i].stride[a] == 1) run = 4 * pack_extent(s, an, s.pack[i], a);
+    const double bytes = 4 * region * count, demand = demand_share(run);
+    est.pack_s += bytes * (2 - demand) / fill_bandwidth(s, hw, level) +
+                  bytes * demand / fill_bandwidth(s, hw, level, true) + region * count / freq;
   }
 
   // --- penalties ---
@@ -350,14 +372,11 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       if (s.pack[i] >= 0) continue;
       const Access& x = an.accesses[i];
-      for (int a = 0; a < an.num_spatial; ++a) {
-        const int64_t R = s.tile[reg][a];
-        if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
-        const int64_t sets = sets_for_stride(*x.stride[a]);
-        if (sets == 0) continue;
-        const int64_t per_set = (R + sets - 1) / sets;
-        if (per_set > l1.associativity) est.penalty_s += steps * double(R) * 4.0 / freq;
-      }
+      // The lines one step reads over the register tile's spatial axes
+      // together (a window's rows and columns can share sets that neither
+      // crowds alone).
+      const int64_t lines = tile_lines_per_set(s, an, x, l1.line_bytes, way);
+      if (lines > l1.associativity) est.penalty_s += steps * double(lines) * 4.0 / freq;
       // Along a reduction axis the same happens over the micro-kernel's
       // reduction loop: R steps read lines a stride apart; when they crowd
       // the sets, every step's lines come from L2 again.

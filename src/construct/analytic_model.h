@@ -37,8 +37,8 @@
 //   one) are demand misses, charged at the scattered bandwidth. A packed
 //   access is read row by row of its packed region.
 // Packing. Each packed access moves its region twice per pack at the read
-// bandwidth of the level it comes from, plus a cycle per element for the
-// scalar copy loop.
+// bandwidth of the level it comes from (its source read in the region's rows,
+// with their demand misses), plus a cycle per element for the scalar copy.
 // Bandwidths are the spec's measured read bandwidths per level (a detected
 // host always has them); a spec without them gets 64 bytes per cycle from
 // L1, halving per level outward.

@@ -44,10 +44,10 @@ long calibrate(F&& run, double seconds) {
   }
 }
 
-volatile float g_sink;
+volatile float g_sink;  // keeps the probes' results alive
 
 constexpr size_t kScatterRowBytes = 16 << 10;  // a row of a 4096-float matrix
-constexpr size_t kScatterRunBytes = 256;       // four cache lines of it  // keeps the probes' results alive
+constexpr size_t kScatterRunBytes = 256;       // four cache lines of it
 
 // 16 dependent integer additions per iteration: 16 cycles on any core that
 // adds in one cycle; the loop's own instructions run beside them.
@@ -142,10 +142,12 @@ LOOM_VECTOR_PROBES(512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 24)
 
 std::vector<VectorProbes> vector_probes() {
   __builtin_cpu_init();
-  return {{128, 12, fma_chains_128, fma_latency_128, read_128, scattered_128, bool(__builtin_cpu_supports("fma"))},
+  return {{128, 12, fma_chains_128, fma_latency_128, read_128, scattered_128,
+           bool(__builtin_cpu_supports("fma"))},
           {256, 12, fma_chains_256, fma_latency_256, read_256, scattered_256,
            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-          {512, 24, fma_chains_512, fma_latency_512, read_512, scattered_512, bool(__builtin_cpu_supports("avx512f"))}};
+          {512, 24, fma_chains_512, fma_latency_512, read_512, scattered_512,
+           bool(__builtin_cpu_supports("avx512f"))}};
 }
 #else
 std::vector<VectorProbes> vector_probes() { return {}; }
@@ -210,9 +212,13 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
       const int64_t bytes = std::min<int64_t>(std::max(c.size_bytes / 2, (inner + c.size_bytes) / 2), 64 << 20);
       probe.cache_gbs.push_back(read_gbs(widest_read, size_t(bytes) & ~size_t(4095), 1e-3, 5));
       // L1 is never filled from itself: its scattered figure is not needed.
-      const bool outer = &c != &caches.front();
+      // Scattered reads pay a miss in full where streaming hides it, so
+      // their buffer stays well inside the level (twice the level within),
+      // with rows enough (64) that no prefetcher tracks them all.
+      const int64_t scattered_bytes = std::min(bytes, std::max<int64_t>(2 * inner, int64_t(kScatterRowBytes) * 64));
       probe.cache_scattered_gbs.push_back(
-          outer ? read_gbs(widest_scattered, size_t(bytes) & ~size_t(kScatterRowBytes - 1), 1e-3, 5) : 0.0);
+          inner > 0 ? read_gbs(widest_scattered, size_t(scattered_bytes) & ~size_t(kScatterRowBytes - 1), 1e-3, 5)
+                    : 0.0);
       inner = c.size_bytes;
       last = std::max(last, c.size_bytes);
     }

@@ -207,7 +207,7 @@ std::string describe(const HostProbe& probe) {
 HwSpec measure_host() {
   HwSpec spec = detect_host_structure();
   const std::string key = cpu_model_text() + "vector_bits=" + std::to_string(spec.cpu.vector_bits) +
-                          " loom=" LOOM_VERSION " probe=2\n";
+                          " loom=" LOOM_VERSION " probe=3\n";
   std::string path;
   try {
     path = cache_directory() + "/host-" + fnv1a_hex(key) + ".yaml";

@@ -83,6 +83,20 @@ AnchorInfo analyze_anchor(const Operator& op) {
     return true;
   });
 
+  const int n = info.num_axes();
+  info.output.tensor = info.stage;
+  info.output.uses_axis.assign(size_t(n), false);
+  info.output.stride.assign(size_t(n), std::nullopt);
+  std::optional<int64_t> stride = 1;
+  for (int a = info.num_spatial - 1; a >= 0; --a) {
+    info.output.uses_axis[size_t(a)] = true;
+    info.output.stride[size_t(a)] = stride;
+    info.output.dim_coeff.insert(info.output.dim_coeff.begin(), std::vector<int64_t>(size_t(n), 0));
+    info.output.dim_coeff.front()[size_t(a)] = 1;
+    if (stride && info.const_extent[size_t(a)] > 0) *stride *= info.const_extent[size_t(a)];
+    else stride.reset();
+  }
+
   // A fusable consumer: the single stage reading the anchor, element-wise.
   if (info.is_reduction) {
     std::vector<te::Tensor> readers;

@@ -54,6 +54,9 @@ struct AnchorInfo {
   ReduceOp reduce_op = ReduceOp::Sum;
   Expr source;                 // the reduced (or computed) value, reads not yet lowered
   std::vector<Access> accesses;
+  // The anchor's own writes as an access: its spatial axes, contiguous along
+  // the last (strides unknown past a symbolic extent).
+  Access output;
   // An element-wise consumer reading the anchor only at the same point.
   te::Tensor consumer;         // undefined when none
   Expr flops;                  // of the whole operator

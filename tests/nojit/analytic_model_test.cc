@@ -89,5 +89,29 @@ TEST(AnalyticModel, TilesLargerThanAShortAxisClaimNoReuse) {
   for (int i = 0; i < a.caches; ++i) EXPECT_NEAR(b.level_s[i], a.level_s[i], 1e-3 * a.level_s[i] + 1e-12) << i;
 }
 
+TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
+  // A 1x1 convolution in NHWC with 512 channels: window positions 2 KiB
+  // apart along a row, rows 56 KiB apart. On a 32 KiB 8-way L1 (4 KiB per
+  // way) all of them fall into two sets: 7 columns alone fit, 7 columns x 4
+  // rows (14 lines a set) do not, though neither axis alone crowds a set.
+  HwSpec eight_way = spec_with_scatter(1), wide = eight_way;
+  eight_way.cpu.caches[0].size_bytes = 32 << 10;
+  eight_way.cpu.caches[0].associativity = 8;
+  wide.cpu.caches[0].size_bytes = 32 << 10;
+  wide.cpu.caches[0].associativity = 64;
+  const Operator op = make_operator("conv2d", {{"N", "1"}, {"H", "28"}, {"W", "28"}, {"CI", "512"}, {"CO", "128"},
+                                               {"KH", "1"}, {"KW", "1"}, {"stride", "1"}, {"pad", "0"}});
+  const Task task = make_task(op, eight_way, 1);
+  auto penalty = [&](const State& s, const HwSpec& spec) { return estimate(*task.anchor, *s, spec, 1).penalty_s; };
+  std::vector<std::string> steps = {"vectorize 3 16", "tile_grow 3 2", "tile_grow 3 2", "tile_grow 3 2"};  // 7 columns
+  const State columns = apply_all(task, steps);
+  ASSERT_EQ(columns->tile[3][2], 7);
+  steps.insert(steps.end(), {"tile_grow 3 1", "tile_grow 3 1"});  // 4 rows
+  const State block = apply_all(task, steps);
+  ASSERT_EQ(block->tile[3][1], 4);
+  EXPECT_NEAR(penalty(columns, eight_way), penalty(columns, wide), 1e-12);
+  EXPECT_GT(penalty(block, eight_way), 2 * penalty(block, wide));
+}
+
 }  // namespace
 }  // namespace loom
