@@ -188,6 +188,10 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   est.ilp = an.is_reduction ? std::min(1.0, acc / double(cpu.fma_latency * cpu.fma_units)) : 1.0;
   double loads = 0;
   bool gather = false;
+  // Operand registers live across one reduction step: the vectors of the
+  // access with the fewest (kept for the whole tile; an outer product) plus
+  // one streaming in; broadcasts need one.
+  double operand_vectors = 1e30;
   std::vector<int64_t> t = s.tile.row(reg);  // the register block of one reduction step
   for (int a = an.num_spatial; a < n; ++a)
     if (a != s.vec_axis) t[a] = 1;
@@ -203,7 +207,13 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     // is assembled an element per cycle (a scalar load and an insert each).
     const double vector_cost = std::max(0.5, double(cpu.vector_bits / 8) / double(cpu.load_bytes()));
     loads += contiguous ? elems / W * vector_cost : gathered ? elems : elems * 0.5;
+    const bool vectors = s.vec_axis >= 0 && x.uses_axis[s.vec_axis];
+    operand_vectors = std::min(operand_vectors, vectors ? std::ceil(elems / W) : 1.0);
   }
+  // Accumulators and operands beyond the register file spill: each spilled
+  // register is stored and reloaded in every reduction step.
+  const double live = (an.is_reduction ? acc : 0) + (an.accesses.empty() ? 0 : operand_vectors + 1);
+  const double spilled = std::max(0.0, live - double(cpu.vector_registers));
   if (gather) est.vector_util /= 2.0 * W / lanes + 1;
   const double fma_cycles = acc / cpu.fma_units;
   const double issue = fma_cycles / std::max(fma_cycles, loads);  // `loads` is in cycles
@@ -307,15 +317,16 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       if (an.accesses[i].uses_axis[a]) region *= pack_extent(s, an, s.pack[i], a);
     }
     // Read from the source row by row of the region (runs along the
-    // contiguous axis), written once, by a scalar copy loop: about an
-    // element per cycle (a load, a store and the packed layout's index
-    // arithmetic; measured on a 3x3 convolution's packed input).
+    // contiguous axis), written once, by a scalar copy loop: four elements
+    // a cycle, one where each element tests the padding (measured: a GEMM's
+    // packed B, a padded 3x3 convolution's packed input).
     double run = 4;
     for (int a = 0; a < n; ++a)
       if (an.accesses[i].stride[a] == 1) run = 4 * pack_extent(s, an, s.pack[i], a);
     const double bytes = 4 * region * count, demand = demand_share(run);
     est.pack_s += bytes * (2 - demand) / fill_bandwidth(s, hw, level) +
-                  bytes * demand / fill_bandwidth(s, hw, level, true) + region * count / freq;
+                  bytes * demand / fill_bandwidth(s, hw, level, true) +
+                  region * count / ((an.accesses[i].guarded ? 1 : 4) * freq);
   }
 
   // --- penalties ---
@@ -348,6 +359,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   for (int a = an.num_spatial; a < n; ++a) reduce_blocks *= ceil_div(double(full[a]), double(s.tile[reg - 1][a]));
   double spatial_points = 1;
   for (int a = 0; a < an.num_spatial; ++a) spatial_points *= double(full[a]);
+  est.penalty_s += points / std::max(1.0, reg_elems) * spilled / freq;
   // Each micro-kernel call: set-up plus loading and storing its accumulators.
   est.penalty_s += spatial_points / spatial_reg * reduce_blocks * (20.0 + 2.0 * acc) / freq;
   // A vectorized reduction axis ends every block with a horizontal sum of

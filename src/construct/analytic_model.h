@@ -38,7 +38,8 @@
 //   access is read row by row of its packed region.
 // Packing. Each packed access moves its region twice per pack at the read
 // bandwidth of the level it comes from (its source read in the region's rows,
-// with their demand misses), plus a cycle per element for the scalar copy.
+// with their demand misses), plus the scalar copy: four elements a cycle,
+// one when each element tests the padding.
 // Bandwidths are the spec's measured read bandwidths per level (a detected
 // host always has them); a spec without them gets 64 bytes per cycle from
 // L1, halving per level outward.
@@ -52,6 +53,9 @@
 // horizontal sums of a vectorized reduction are charged per element; an
 // unpacked read whose lines along the micro-kernel's reduction loop crowd
 // more L1 sets than there are ways re-reads every step's lines from L2.
+// Spills. Accumulators plus live operands (the fewest vectors one access
+// needs per step, plus one) beyond the register file cost a store and a
+// reload per spilled register per reduction step.
 // Parallelism. Level-0 tiles are dealt to threads; balance is
 // tiles / (ceil(tiles / threads) * threads).
 // Time = (softmax(compute, traffic per cache) + packing + penalties) / (threads
