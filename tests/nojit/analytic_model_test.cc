@@ -113,5 +113,27 @@ TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
   EXPECT_GT(penalty(block, eight_way), 2 * penalty(block, wide));
 }
 
+TEST(AnalyticModel, RegistersBeyondTheFileSpill) {
+  // Y = X W^T with the reduction vectorized: 5 x 6 outputs need 30
+  // accumulators plus 5 operand vectors kept and one streaming in, 4 past
+  // 32 registers; 5 x 4 fit.
+  const HwSpec spec = spec_with_scatter(1);
+  ASSERT_EQ(spec.cpu.vector_registers, 32);
+  const Task task = make_task(make_operator("dense", {{"M", "80"}, {"N", "768"}, {"K", "3072"}}), spec, 1);
+  std::vector<std::string> steps = {"vectorize 2 16", "tile_grow 3 0", "tile_grow 3 0", "tile_grow 3 0",
+                                    "tile_grow 3 1", "tile_grow 3 1", "tile_grow 3 1"};
+  const State fits = apply_all(task, steps);
+  ASSERT_EQ(fits->tile[3][0] * 10 + fits->tile[3][1], 54) << fits->str();
+  steps.push_back("tile_grow 3 1");
+  const State spills = apply_all(task, steps);
+  ASSERT_EQ(spills->tile[3][0] * 10 + spills->tile[3][1], 56) << spills->str();
+  const Estimate a = estimate(*task.anchor, *fits, spec, 1), b = estimate(*task.anchor, *spills, spec, 1);
+  // Per reduction step (30 outputs x 16 lanes), 4 registers stored and
+  // reloaded: the spilled tile's penalty exceeds the other's by at least
+  // half of that (the rest of the penalty is per call and per output).
+  const double steps_taken = 80.0 * 768 * 3072 / (30 * 16);
+  EXPECT_GT(b.penalty_s, a.penalty_s + 0.5 * steps_taken * 4 / (spec.cpu.frequency_ghz * 1e9));
+}
+
 }  // namespace
 }  // namespace loom
