@@ -58,13 +58,20 @@ double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
   return ceil_div(parent, double(s.tile[l][a]));
 }
 
+// Whether the loop over axis `a` at the pack point's level is open (outside
+// the pack) there.
+bool pack_opens(const StateData& s, int point, int a) {
+  const int level = s.pack_level(point), pos = s.pack_position(point);
+  for (int p = 0; p < pos; ++p)
+    if (s.order[level][p] == a) return true;
+  return false;
+}
+
 // Extent along axis `a` of the region a pack at `point` copies.
 double pack_extent(const StateData& s, const AnchorInfo& an, int point, int a) {
-  const int level = s.pack_level(point), pos = s.pack_position(point);
-  bool opened = false;
-  for (int p = 0; p < pos; ++p) opened |= s.order[level][p] == a;
+  const int level = s.pack_level(point);
   const double extent = double(an.plan_extent(a));
-  if (opened) return std::min(extent, double(s.tile[level][a]));
+  if (pack_opens(s, point, a)) return std::min(extent, double(s.tile[level][a]));
   return level == 1 && an.is_reduce_axis(a) ? extent : std::min(extent, double(s.tile[level - 1][a]));
 }
 
@@ -125,7 +132,6 @@ int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Acces
     offsets.swap(next);
     if (offsets.size() > 4096) return 0;  // beyond any register tile
   }
-  if (offsets.size() < 2) return 0;
   for (int64_t& o : offsets) o = o >= 0 ? o / line : -((-o + line - 1) / line);  // line index
   std::sort(offsets.begin(), offsets.end());
   offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
@@ -198,17 +204,16 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     const Access& x = an.accesses[i];
     double elems = x.data_tile(t.data());
-    bool contiguous = s.vec_axis >= 0 && x.uses_axis[s.vec_axis] &&
-                      (s.pack[i] >= 0 || (x.stride[s.vec_axis] && *x.stride[s.vec_axis] == 1));
-    const bool gathered = s.vec_axis >= 0 && x.uses_axis[s.vec_axis] && !contiguous;
+    const bool along_vector = s.vec_axis >= 0 && x.uses_axis[s.vec_axis];
+    const bool contiguous = along_vector && (s.pack[i] >= 0 || x.stride[s.vec_axis] == 1);
+    const bool gathered = along_vector && !contiguous;
     gather |= gathered;
     // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
     // or broadcast load takes one of the two load ports; a gathered vector
     // is assembled an element per cycle (a scalar load and an insert each).
     const double vector_cost = std::max(0.5, double(cpu.vector_bits / 8) / double(cpu.load_bytes()));
     loads += contiguous ? elems / W * vector_cost : gathered ? elems : elems * 0.5;
-    const bool vectors = s.vec_axis >= 0 && x.uses_axis[s.vec_axis];
-    operand_vectors = std::min(operand_vectors, vectors ? std::ceil(elems / W) : 1.0);
+    operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(elems / W) : 1.0);
   }
   // Accumulators and operands beyond the register file spill: each spilled
   // register is stored and reloaded in every reduction step.
@@ -269,9 +274,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     };
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       const Access& x = an.accesses[i];
-      double run = 1;
-      for (int a = 0; a < n; ++a)
-        if (x.stride[a] && *x.stride[a] == 1) run = double(t[a]);
+      const int unit = x.contiguous_axis();
+      const double run = unit >= 0 ? double(t[unit]) : 1;
       double util = s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0);
       add(x.uses_axis, x.data_tile(t), 1, util, demand_fraction[i]);
     }
@@ -307,23 +311,20 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // --- packing ---
   for (size_t i = 0; i < s.pack.size(); ++i) {
     if (s.pack[i] < 0) continue;
-    int level = s.pack_level(s.pack[i]), pos = s.pack_position(s.pack[i]);
+    const int level = s.pack_level(s.pack[i]);
     double region = 1, count = outer_trips;
     for (int a = 0; a < n; ++a) {
-      bool opened = false;
-      for (int p = 0; p < pos; ++p) opened |= s.order[level][p] == a;
       for (int l = 1; l < level; ++l) count *= trips(s, an, l, a);
-      if (opened) count *= trips(s, an, level, a);
+      if (pack_opens(s, s.pack[i], a)) count *= trips(s, an, level, a);
       if (an.accesses[i].uses_axis[a]) region *= pack_extent(s, an, s.pack[i], a);
     }
     // Read from the source row by row of the region (runs along the
     // contiguous axis), written once, by a scalar copy loop: four elements
     // a cycle, one where each element tests the padding (measured: a GEMM's
     // packed B, a padded 3x3 convolution's packed input).
-    double run = 4;
-    for (int a = 0; a < n; ++a)
-      if (an.accesses[i].stride[a] == 1) run = 4 * pack_extent(s, an, s.pack[i], a);
-    const double bytes = 4 * region * count, demand = demand_share(run);
+    const int unit = an.accesses[i].contiguous_axis();
+    const double run_bytes = unit >= 0 ? 4 * pack_extent(s, an, s.pack[i], unit) : 4;
+    const double bytes = 4 * region * count, demand = demand_share(run_bytes);
     est.pack_s += bytes * (2 - demand) / fill_bandwidth(s, hw, level) +
                   bytes * demand / fill_bandwidth(s, hw, level, true) +
                   region * count / ((an.accesses[i].guarded ? 1 : 4) * freq);
@@ -359,7 +360,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   for (int a = an.num_spatial; a < n; ++a) reduce_blocks *= ceil_div(double(full[a]), double(s.tile[reg - 1][a]));
   double spatial_points = 1;
   for (int a = 0; a < an.num_spatial; ++a) spatial_points *= double(full[a]);
-  est.penalty_s += points / std::max(1.0, reg_elems) * spilled / freq;
+  const double steps = points / std::max(1.0, reg_elems);  // reduction steps of all micro-kernel calls
+  est.penalty_s += steps * spilled / freq;
   // Each micro-kernel call: set-up plus loading and storing its accumulators.
   est.penalty_s += spatial_points / spatial_reg * reduce_blocks * (20.0 + 2.0 * acc) / freq;
   // A vectorized reduction axis ends every block with a horizontal sum of
@@ -373,7 +375,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   if (!cpu.caches.empty()) {
     const CacheLevel& l1 = cpu.caches.front();
     const int64_t way = std::max<int64_t>(l1.line_bytes, l1.size_bytes / std::max<int64_t>(1, l1.associativity));
-    const double steps = points / std::max(1.0, reg_elems);
     // The L1 sets that lines a stride of `elems` floats apart fall into; 0
     // when the stride is within a line (no conflict to charge).
     auto sets_for_stride = [&](int64_t elems) -> int64_t {

@@ -204,10 +204,12 @@ int vector_affinity(const AnchorInfo& anchor, int axis) {
 
 namespace {
 
-// Grows the tile at (level, axis) one legal step at a time until it reaches `size` or cannot grow.
-State grow_to(State s, int level, int axis, int64_t size, const AnchorInfo& anchor, const HwSpec& target) {
-  while (s->tile[level][axis] < size) {
-    StepResult r = apply_step(*s, {StepKind::TileGrow, level, axis}, anchor, target);
+// Grows (or shrinks) the tile at (level, axis) one legal step at a time
+// until it reaches `size` or passes it, or cannot move.
+State tile_toward(State s, int level, int axis, int64_t size, const AnchorInfo& anchor, const HwSpec& target) {
+  const bool grow = s->tile[level][axis] < size;
+  while (grow ? s->tile[level][axis] < size : s->tile[level][axis] > size) {
+    StepResult r = apply_step(*s, {grow ? StepKind::TileGrow : StepKind::TileShrink, level, axis}, anchor, target);
     if (!r) break;
     s = r.state;
   }
@@ -222,11 +224,11 @@ State gpu_seed(const AnchorInfo& anchor, const HwSpec& target, int64_t threads, 
   State s = initial_state(anchor, target);
   for (int a = anchor.num_spatial - 1; a >= 0 && a >= anchor.num_spatial - 2; --a) {
     const int64_t block = threads * per_thread;
-    s = grow_to(s, 0, a, block, anchor, target);
-    s = grow_to(s, 1, a, s->tile[0][a], anchor, target);
-    s = grow_to(s, 2, a, std::min(per_thread, s->tile[1][a]), anchor, target);
+    s = tile_toward(s, 0, a, block, anchor, target);
+    s = tile_toward(s, 1, a, s->tile[0][a], anchor, target);
+    s = tile_toward(s, 2, a, std::min(per_thread, s->tile[1][a]), anchor, target);
   }
-  for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a) s = grow_to(s, 1, a, step, anchor, target);
+  for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a) s = tile_toward(s, 1, a, step, anchor, target);
   for (int i = 0; anchor.is_reduction && i < int(anchor.accesses.size()); ++i)
     if (StepResult r = apply_step(*s, {StepKind::Pack, i, s->make_pack_point(1, 0)}, anchor, target)) s = r.state;
   return s;
@@ -242,11 +244,7 @@ State streaming_variant(State s, const AnchorInfo& anchor, const HwSpec& target)
   const int level = s->reg_level() - 1;
   for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a) {
     if (a == s->vec_axis) continue;
-    while (s->tile[level][a] > kStreamingReduceTile) {
-      StepResult r = apply_step(*s, {StepKind::TileShrink, level, a}, anchor, target);
-      if (!r) break;
-      s = r.state;
-    }
+    s = tile_toward(s, level, a, kStreamingReduceTile, anchor, target);
     for (size_t pos = std::find(s->order[level].begin(), s->order[level].end(), a) - s->order[level].begin(); pos > 0;
          --pos) {
       StepResult r = apply_step(*s, {StepKind::Reorder, level, int(pos) - 1}, anchor, target);

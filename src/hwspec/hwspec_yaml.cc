@@ -44,6 +44,12 @@ class Reader {
     }
   }
 
+  // Fails unless `value` (of `field`) is at most `limit` (of `limit_name`).
+  void at_most(const std::string& field, double value, const std::string& limit_name, double limit) const {
+    if (value > limit)
+      fail(field, "value '" + shortest(value) + "' exceeds " + limit_name + " " + shortest(limit));
+  }
+
   static std::string join(const std::string& where, const std::string& key) {
     return where.empty() ? key : where + "." + key;
   }
@@ -156,14 +162,10 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
     c.peak_gflops_per_core = c.frequency_ghz * c.fma_units * c.fp32_lanes() * 2;
   c.dram_bandwidth_gbs = r.number(n, "cpu", "dram_bandwidth_gbs", true, 0.0, 0.1, 1e5);
   c.dram_core_bandwidth_gbs = r.number(n, "cpu", "dram_core_bandwidth_gbs", false, 0.0, 0.0, 1e5);
-  if (c.dram_core_bandwidth_gbs > c.dram_bandwidth_gbs)
-    r.fail("cpu.dram_core_bandwidth_gbs", "value '" + Reader::shortest(c.dram_core_bandwidth_gbs) +
-                                              "' exceeds dram_bandwidth_gbs " + Reader::shortest(c.dram_bandwidth_gbs));
+  r.at_most("cpu.dram_core_bandwidth_gbs", c.dram_core_bandwidth_gbs, "dram_bandwidth_gbs", c.dram_bandwidth_gbs);
   c.dram_core_scattered_bandwidth_gbs = r.number(n, "cpu", "dram_core_scattered_bandwidth_gbs", false, 0.0, 0.0, 1e5);
-  if (c.dram_core_scattered_bandwidth_gbs > 0 && c.dram_core_scattered_bandwidth_gbs > c.dram_core_bandwidth_gbs)
-    r.fail("cpu.dram_core_scattered_bandwidth_gbs",
-           "value '" + Reader::shortest(c.dram_core_scattered_bandwidth_gbs) + "' exceeds dram_core_bandwidth_gbs " +
-               Reader::shortest(c.dram_core_bandwidth_gbs));
+  r.at_most("cpu.dram_core_scattered_bandwidth_gbs", c.dram_core_scattered_bandwidth_gbs, "dram_core_bandwidth_gbs",
+            c.dram_core_bandwidth_gbs);
   c.load_bytes_per_cycle = int(r.integer(n, "cpu", "load_bytes_per_cycle", false, 0, 0, 4096));
   if (YAML::Node isa = n["isa"]) {
     if (!isa.IsSequence()) r.fail("cpu.isa", "expected a list of ISA extension names");
@@ -188,9 +190,7 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
     lvl.shared_by_cores = r.integer(cn, where, "shared_by_cores", false, 1, 1, 4096);
     lvl.bandwidth_gbs = r.number(cn, where, "bandwidth_gbs", false, 0.0, 0.0, 1e6);
     lvl.scattered_bandwidth_gbs = r.number(cn, where, "scattered_bandwidth_gbs", false, 0.0, 0.0, 1e6);
-    if (lvl.scattered_bandwidth_gbs > 0 && lvl.scattered_bandwidth_gbs > lvl.bandwidth_gbs)
-      r.fail(where + ".scattered_bandwidth_gbs", "value '" + Reader::shortest(lvl.scattered_bandwidth_gbs) +
-                                                     "' exceeds bandwidth_gbs " + Reader::shortest(lvl.bandwidth_gbs));
+    r.at_most(where + ".scattered_bandwidth_gbs", lvl.scattered_bandwidth_gbs, "bandwidth_gbs", lvl.bandwidth_gbs);
     // Both products stay below 2^52: size <= 2^40, shared_by_cores <= 2^12.
     if (!c.caches.empty() && lvl.size_bytes * lvl.shared_by_cores <=
                                  c.caches.back().size_bytes * c.caches.back().shared_by_cores)

@@ -31,6 +31,15 @@ struct Access {
   std::vector<std::vector<int64_t>> dim_coeff;  // [dim][axis], 0 when not affine
   bool guarded = false;  // reads through a select (padding): a branch per element unless packed
 
+  // The axis along which consecutive elements are adjacent in memory; -1
+  // when none (the last such axis when several are).
+  int contiguous_axis() const {
+    int unit = -1;
+    for (size_t a = 0; a < stride.size(); ++a)
+      if (stride[a] == 1) unit = int(a);
+    return unit;
+  }
+
   // Elements of the data tile read for axis tile sizes `tile` (per axis).
   double data_tile(const int64_t* tile) const {
     double elems = 1;
