@@ -2,6 +2,7 @@
 #include "construct/gpu_model.h"
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <cmath>
 #include <numeric>
 #include <sstream>
@@ -9,6 +10,11 @@
 namespace loom {
 
 namespace {
+
+// Per-axis and per-level scratch of the estimate, which the traversal calls
+// for every state it weighs: on the stack for any realistic operator.
+template <typename T>
+using Small = boost::container::small_vector<T, 8>;
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
@@ -58,6 +64,21 @@ double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
   return ceil_div(parent, double(s.tile[l][a]));
 }
 
+// trips() of every level and axis, computed once per estimate: the walk's
+// hot path asks for them again for every access and granularity.
+class TripTable {
+ public:
+  TripTable(const StateData& s, const AnchorInfo& an) : axes_(size_t(s.num_axes)) {
+    for (int l = 0; l < s.levels(); ++l)
+      for (int a = 0; a < s.num_axes; ++a) table_.push_back(trips(s, an, l, a));
+  }
+  double operator()(int l, int a) const { return table_[size_t(l) * axes_ + size_t(a)]; }
+
+ private:
+  size_t axes_;
+  boost::container::small_vector<double, 64> table_;
+};
+
 // Whether the loop over axis `a` at the pack point's level is open (outside
 // the pack) there.
 bool pack_opens(const StateData& s, int point, int a) {
@@ -82,16 +103,13 @@ double pack_extent(const StateData& s, const AnchorInfo& an, int point, int a) {
 // While the streams are few enough to be tracked, each enclosing loop
 // (innermost first) that steps along a stream's axes lengthens them; the
 // first loop that moves the access another way ends them.
-double stream_bytes(const StateData& s, const AnchorInfo& an, const Access& x, const std::vector<int64_t>& micro) {
-  // Called for every access of every state the traversal weighs: scratch
-  // space is kept per thread.
-  thread_local std::vector<int> axes;
-  thread_local std::vector<int64_t> stream_tile;
-  axes.clear();
+double stream_bytes(const StateData& s, const AnchorInfo& an, const TripTable& trip, const Access& x,
+                    const Small<int64_t>& micro) {
+  Small<int> axes;
   for (int a = 0; a < an.num_axes(); ++a)
     if (x.uses_axis[a] && x.stride[a] && micro[a] > 1) axes.push_back(a);
   std::sort(axes.begin(), axes.end(), [&](int a, int b) { return std::abs(*x.stride[a]) < std::abs(*x.stride[b]); });
-  stream_tile.assign(micro.size(), 1);
+  Small<int64_t> stream_tile(micro.size(), 1);
   double span = 1;  // elements
   for (int a : axes) {
     const double stride = double(std::abs(*x.stride[a]));
@@ -106,7 +124,7 @@ double stream_bytes(const StateData& s, const AnchorInfo& an, const Access& x, c
     for (const int* it = order.end(); it != order.begin();) {
       const int a = *--it;
       if (!x.uses_axis[a] || (l == 0 && an.is_reduce_axis(a))) continue;
-      const double k = trips(s, an, l, a);
+      const double k = trip(l, a);
       if (k <= 1) continue;
       if (stream_tile[size_t(a)] == 1) return 4 * span;  // not along the streams
       span += double(std::abs(*x.stride[a])) * double(s.tile[l][a]) * (k - 1);
@@ -171,7 +189,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   const CpuSpec& cpu = hw.cpu;
   const int n = s.num_axes, reg = s.reg_level();
   const double freq = cpu.frequency_ghz * 1e9;
-  std::vector<int64_t> full(n);
+  Small<int64_t> full(size_t(n), 0);
+  const TripTable trip(s, an);
   double points = 1;
   for (int a = 0; a < n; ++a) {
     full[a] = an.plan_extent(a);
@@ -198,7 +217,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // access with the fewest (kept for the whole tile; an outer product) plus
   // one streaming in; broadcasts need one.
   double operand_vectors = 1e30;
-  std::vector<int64_t> t = s.tile.row(reg);  // the register block of one reduction step
+  Small<int64_t> t(s.tile[reg], s.tile[reg] + n);  // the register block of one reduction step
   for (int a = an.num_spatial; a < n; ++a)
     if (a != s.vec_axis) t[a] = 1;
   for (size_t i = 0; i < an.accesses.size(); ++i) {
@@ -239,20 +258,18 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     // for a prefetcher to follow.
     double demand = 0, streamed_demand = 0;
   };
-  std::vector<int64_t> scratch = s.tile.row(reg);  // a micro-kernel call's block
+  Small<int64_t> scratch(s.tile[reg], s.tile[reg] + n);  // a micro-kernel call's block
   for (int a = an.num_spatial; a < n; ++a) scratch[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
   // Per access (the output last): the part of its bytes that arrive as
   // demand misses, from the runs it reads in time order. A packed access
   // reads its own contiguous buffer; its source is read by the pack.
-  thread_local std::vector<double> demand_fraction;
-  demand_fraction.clear();
+  Small<double> demand_fraction;
   for (size_t i = 0; i <= an.accesses.size(); ++i) {
     const bool packed = i < an.accesses.size() && s.pack[i] >= 0;
     demand_fraction.push_back(
-        packed ? 0.0 : demand_share(stream_bytes(s, an, i < an.accesses.size() ? an.accesses[i] : an.output, scratch)));
+        packed ? 0.0 : demand_share(stream_bytes(s, an, trip, i < an.accesses.size() ? an.accesses[i] : an.output, scratch)));
   }
-  std::vector<Granularity> grains;
-  grains.reserve(size_t(reg) + 2);
+  Small<Granularity> grains;
   auto measure = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int enclosing_level) {
     Granularity g;
     double calls = 1;
@@ -263,7 +280,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       for (const int* it = enclosing.end(); it != enclosing.begin();) {
         --it;
         if (uses[*it]) break;
-        reuse *= trips(s, an, enclosing_level, *it);
+        reuse *= trip(enclosing_level, *it);
       }
       const double bytes = 4 * elems * times * calls / line_util;
       g.footprint += 4 * elems;
@@ -306,7 +323,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     est.level_s[est.caches++] = (bytes - demand) / bandwidth + demand / scattered_bandwidth(cpu, level + 1);
   }
   double outer_trips = 1;  // number of level-0 tiles
-  for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trips(s, an, 0, a);
+  for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trip(0, a);
 
   // --- packing ---
   for (size_t i = 0; i < s.pack.size(); ++i) {
@@ -314,8 +331,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const int level = s.pack_level(s.pack[i]);
     double region = 1, count = outer_trips;
     for (int a = 0; a < n; ++a) {
-      for (int l = 1; l < level; ++l) count *= trips(s, an, l, a);
-      if (pack_opens(s, s.pack[i], a)) count *= trips(s, an, level, a);
+      for (int l = 1; l < level; ++l) count *= trip(l, a);
+      if (pack_opens(s, s.pack[i], a)) count *= trip(level, a);
       if (an.accesses[i].uses_axis[a]) region *= pack_extent(s, an, s.pack[i], a);
     }
     // Read from the source row by row of the region (runs along the
@@ -346,12 +363,9 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     // Only windowed axes (a spatial axis sharing an index with a reduction
     // axis, like oh*stride + rh) can reach the padding.
     double interior = s.vec_axis < an.num_spatial ? 1 : 0;
-    for (int a = 0; a < an.num_spatial && interior > 0; ++a) {
-      bool windowed = false;
-      for (const auto& row : an.accesses[i].dim_coeff)
-        for (int r = an.num_spatial; r < n; ++r) windowed |= row[a] != 0 && row[r] != 0;
-      if (windowed) interior *= std::max(0.0, 1 - 2.0 * double(s.tile[reg][a]) / double(full[a]));
-    }
+    for (int a = 0; a < an.num_spatial && interior > 0; ++a)
+      if (an.accesses[i].windowed(a, an.num_spatial))
+        interior *= std::max(0.0, 1 - 2.0 * double(s.tile[reg][a]) / double(full[a]));
     est.penalty_s += (1 - interior) * points / W * 1.0 / freq;
   }
   double spatial_reg = 1;
@@ -417,8 +431,9 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // Compute and traffic overlap, but not perfectly: a soft maximum (the
   // 6-norm) sits 12% above the larger of two equals, and adds almost
   // nothing for traffic well below compute (hidden by prefetching).
-  double core = std::pow(est.compute_s, 6);
-  for (int i = 0; i < est.caches; ++i) core += std::pow(est.level_s[i], 6);
+  auto sixth_power = [](double x) { return (x * x) * (x * x) * (x * x); };
+  double core = sixth_power(est.compute_s);
+  for (int i = 0; i < est.caches; ++i) core += sixth_power(est.level_s[i]);
   core = std::pow(core, 1.0 / 6);
   est.seconds = (core + est.pack_s + est.penalty_s) / (threads * est.balance);
   // Handing chunks to other threads and waiting for them costs the

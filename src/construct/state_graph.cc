@@ -56,7 +56,6 @@ class Traversal {
       current = next;
       ++taken;
     }
-    std::vector<double> pi = stationary();
     std::vector<Vertex> all(boost::num_vertices(graph_));
     for (Vertex v = 0; v < all.size(); ++v) all[v] = v;
     std::stable_sort(all.begin(), all.end(), [&](Vertex a, Vertex b) {
@@ -75,7 +74,7 @@ class Traversal {
         shape.push_back(st.vec_axis);
         if (chosen[i] || (pass == 0 && per_shape[shape]++ >= 2)) continue;
         chosen[i] = true;
-        result.top.push_back({graph_[all[i]].state, graph_[all[i]].estimate, pi[all[i]]});
+        result.top.push_back({graph_[all[i]].state, graph_[all[i]].estimate});
       }
     result.vertices = int(boost::num_vertices(graph_));
     result.edges = int(boost::num_edges(graph_));
@@ -85,13 +84,13 @@ class Traversal {
 
  private:
   Vertex vertex_for(const State& s) {
-    auto& bucket = index_[s->hash()];
-    for (Vertex v : bucket)
-      if (*graph_[v].state == *s) return v;
+    const size_t hash = s->hash();
+    for (auto [it, end] = index_.equal_range(hash); it != end; ++it)
+      if (*graph_[it->second].state == *s) return it->second;
     Vertex v = boost::add_vertex(graph_);
     graph_[v].state = s;
     graph_[v].estimate = estimate(anchor_, *s, target_, options_.threads);
-    bucket.push_back(v);
+    index_.emplace(hash, v);
     return v;
   }
 
@@ -180,7 +179,7 @@ class Traversal {
   const TraversalOptions& options_;
   std::mt19937_64 rng_;
   Graph graph_;
-  std::unordered_map<size_t, std::vector<Vertex>> index_;
+  std::unordered_multimap<size_t, Vertex> index_;  // by state hash
   std::vector<Vertex> seeds_;
   std::vector<double> pi_;
   int pi_step_ = -1000;

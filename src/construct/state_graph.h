@@ -43,7 +43,6 @@ struct TraversalOptions {
 struct RankedState {
   State state;
   Estimate estimate;
-  double stationary = 0;  // probability under the explored chain's stationary distribution
 };
 
 struct TraversalResult {

@@ -40,9 +40,10 @@ Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
       return !a.guarded;
     });
   for (const Expr& i : read->indices) {
-    std::vector<int64_t> row;
-    for (const Var& v : axes) row.push_back(std::max<int64_t>(0, std::abs(linear_coeff(i, v.get()).value_or(1))));
-    a.dim_coeff.push_back(row);
+    std::vector<Access::Term> row;
+    for (size_t v = 0; v < axes.size(); ++v)
+      if (const int64_t c = std::abs(linear_coeff(i, axes[v].get()).value_or(1))) row.push_back({int(v), c});
+    a.dim_terms.push_back(row);
   }
   return a;
 }
@@ -91,8 +92,7 @@ AnchorInfo analyze_anchor(const Operator& op) {
   for (int a = info.num_spatial - 1; a >= 0; --a) {
     info.output.uses_axis[size_t(a)] = true;
     info.output.stride[size_t(a)] = stride;
-    info.output.dim_coeff.insert(info.output.dim_coeff.begin(), std::vector<int64_t>(size_t(n), 0));
-    info.output.dim_coeff.front()[size_t(a)] = 1;
+    info.output.dim_terms.insert(info.output.dim_terms.begin(), {Access::Term{a, 1}});
     if (stride && info.const_extent[size_t(a)] > 0) *stride *= info.const_extent[size_t(a)];
     else stride.reset();
   }

@@ -27,8 +27,14 @@ struct Access {
   // d(flat index)/d(axis) when affine with a constant coefficient.
   std::vector<std::optional<int64_t>> stride;
   // Extent of the data tile along each tensor dimension is approximated by
-  // sum over axes |coeff(dim, axis)| * (tile(axis) - 1) + 1.
-  std::vector<std::vector<int64_t>> dim_coeff;  // [dim][axis], 0 when not affine
+  // sum over axes |coeff(dim, axis)| * (tile(axis) - 1) + 1. Per dimension,
+  // only the axes its index moves with (the model sums these for every
+  // state it weighs: conv2d's input has 6 terms, not 4 x 7).
+  struct Term {
+    int axis;
+    int64_t coeff;  // > 0; 1 where not affine
+  };
+  std::vector<std::vector<Term>> dim_terms;  // [dim]
   bool guarded = false;  // reads through a select (padding): a branch per element unless packed
 
   // The axis along which consecutive elements are adjacent in memory; -1
@@ -40,12 +46,26 @@ struct Access {
     return unit;
   }
 
+  // Whether some dimension's index moves with `axis` and with a reduction
+  // axis (those from `first_reduce_axis` on), like oh*stride + rh.
+  bool windowed(int axis, int first_reduce_axis) const {
+    for (const auto& row : dim_terms) {
+      bool spatial = false, reduce = false;
+      for (const Term& t : row) {
+        spatial |= t.axis == axis;
+        reduce |= t.axis >= first_reduce_axis;
+      }
+      if (spatial && reduce) return true;
+    }
+    return false;
+  }
+
   // Elements of the data tile read for axis tile sizes `tile` (per axis).
   double data_tile(const int64_t* tile) const {
     double elems = 1;
-    for (const auto& row : dim_coeff) {
+    for (const auto& row : dim_terms) {
       double extent = 1;
-      for (size_t a = 0; a < row.size(); ++a) extent += double(row[a]) * double(tile[a] - 1);
+      for (const Term& t : row) extent += double(t.coeff) * double(tile[t.axis] - 1);
       elems *= extent;
     }
     return elems;

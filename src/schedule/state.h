@@ -22,6 +22,7 @@
 // serialization and replay, and is not part of its identity.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,8 +42,13 @@ struct StepTrail {
   std::shared_ptr<const StepTrail> previous;
 };
 
-// Tile sizes, [level][axis], in one allocation: states are copied on every
-// step, so their storage is kept flat.
+// Storage for a state's tables, inline for the operators there are (up to 5
+// levels x 8 axes): the traversal makes a state for every step it weighs,
+// tens of thousands per construction, so a state is one allocation.
+template <typename T>
+using StateStorage = boost::container::small_vector<T, 40>;
+
+// Tile sizes, [level][axis], flat.
 class TileTable {
  public:
   TileTable() = default;
@@ -52,15 +58,15 @@ class TileTable {
   int levels() const { return axes_ ? int(data_.size() / size_t(axes_)) : 0; }
   std::vector<int64_t> row(int level) const { return {(*this)[level], (*this)[level] + axes_}; }
   bool operator==(const TileTable& o) const { return data_ == o.data_; }
-  const std::vector<int64_t>& flat() const { return data_; }
+  const StateStorage<int64_t>& flat() const { return data_; }
 
  private:
   int axes_ = 0;
-  std::vector<int64_t> data_;
+  StateStorage<int64_t> data_;
 };
 
-// Loop orders, one list of axes per level, in one allocation as well. Row
-// views behave like small vectors of axis indices.
+// Loop orders, one list of axes per level, flat as well. Row views behave
+// like small vectors of axis indices.
 class OrderTable {
  public:
   template <typename T>
@@ -89,11 +95,11 @@ class OrderTable {
     return {row + 1, row + 1 + row[0]};
   }
   bool operator==(const OrderTable& o) const { return data_ == o.data_; }
-  const std::vector<int>& flat() const { return data_; }
+  const StateStorage<int>& flat() const { return data_; }
 
  private:
   int stride_ = 1;
-  std::vector<int> data_;
+  StateStorage<int> data_;
 };
 
 struct StateData {
@@ -105,7 +111,7 @@ struct StateData {
   int vec_axis = -1;                       // -1: scalar micro-kernel
   int vec_width = 1;
   int unroll = 1;                          // unroll of the innermost reduction loop
-  std::vector<int> pack;                   // per access: pack point, or -1
+  boost::container::small_vector<int, 4> pack;  // per access: pack point, or -1
   bool fuse = false;                       // consumer computed in the write-back
   std::shared_ptr<const StepTrail> trail;  // how this state was reached (not identity)
 
