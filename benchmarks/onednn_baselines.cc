@@ -125,7 +125,8 @@ Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu, bool prefer
             s->prim.execute(s->strm, {{DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_WEIGHTS, s->wei_m}, {DNNL_ARG_DST, s->dst_m}});
             s->strm.wait();
           },
-          s};
+          s,
+          pd.impl_info_str()};
 }
 
 Baseline onednn_l2_norm(int64_t M, int64_t N) {
@@ -152,7 +153,8 @@ Baseline onednn_l2_norm(int64_t M, int64_t N) {
             s->prim.execute(s->strm, {{DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_DST, s->dst_m}});
             s->strm.wait();
           },
-          s};
+          s,
+          pd.impl_info_str()};
 }
 
 Baseline openblas_l2_norm(int64_t M, int64_t N) {
@@ -189,7 +191,8 @@ Baseline onednn_softmax(int64_t M, int64_t N) {
             s->prim.execute(s->strm, {{DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_DST, s->dst_m}});
             s->strm.wait();
           },
-          s};
+          s,
+          pd.impl_info_str()};
 }
 
 Baseline onednn_layernorm(int64_t M, int64_t N) {
@@ -224,7 +227,8 @@ Baseline onednn_layernorm(int64_t M, int64_t N) {
                                       {DNNL_ARG_SHIFT, s->shift_m}});
             s->strm.wait();
           },
-          s};
+          s,
+          pd.impl_info_str()};
 }
 
 }  // namespace bench

@@ -14,6 +14,12 @@ struct Baseline {
   std::string name;             // "oneDNN", "OpenBLAS"
   std::function<void()> run;    // one execution
   std::shared_ptr<void> state;  // keeps buffers and primitives alive
+  // The implementation a oneDNN primitive chose (e.g. "jit:avx512_core",
+  // "ref:any"); empty for plain library calls.
+  std::string implementation = {};
+  // oneDNN's reference implementations are plain loops, kept for
+  // correctness, not speed: no fair measure of what a library achieves.
+  bool is_reference() const { return implementation.rfind("ref", 0) == 0; }
 };
 
 // Thread count for both libraries; call before any other function here.
