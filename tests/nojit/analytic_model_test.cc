@@ -135,5 +135,29 @@ TEST(AnalyticModel, RegistersBeyondTheFileSpill) {
   EXPECT_GT(b.penalty_s, a.penalty_s + 0.5 * steps_taken * 4 / (spec.cpu.frequency_ghz * 1e9));
 }
 
+TEST(AnchorAccess, DataTilesFollowTheWindow) {
+  // A 3x3 stride-2 NHWC convolution reads X_pad[n, oh*2 + kh, ow*2 + kw, ci]:
+  // 4 x 7 outputs over the whole window read (2*3 + 2 + 1) x (2*6 + 2 + 1)
+  // input positions of 16 channels; the weights W[kh, kw, ci, co] do not
+  // move with the outputs' rows or columns.
+  const Task task = make_task(make_operator("conv2d", {{"N", "1"}, {"H", "30"}, {"W", "30"}, {"CI", "16"}, {"CO", "8"},
+                                                       {"KH", "3"}, {"KW", "3"}, {"stride", "2"}, {"pad", "1"}}),
+                              spec_with_scatter(1), 1);
+  const AnchorInfo& an = *task.anchor;
+  ASSERT_EQ(an.num_axes(), 7);
+  ASSERT_EQ(an.const_extent, (std::vector<int64_t>{1, 15, 15, 8, 3, 3, 16}));  // n oh ow co | kh kw ci
+  ASSERT_EQ(an.accesses.size(), 2u);
+  const Access& input = an.accesses[0].tensor.shape().size() == 4 && an.accesses[0].uses_axis[1] ? an.accesses[0]
+                                                                                                   : an.accesses[1];
+  const Access& weights = &input == &an.accesses[0] ? an.accesses[1] : an.accesses[0];
+  const int64_t tile[7] = {1, 4, 7, 8, 3, 3, 16};
+  EXPECT_EQ(input.data_tile(tile), 1.0 * 9 * 15 * 16);
+  EXPECT_EQ(weights.data_tile(tile), 3.0 * 3 * 16 * 8);
+  EXPECT_EQ(an.output.data_tile(tile), 4.0 * 7 * 8);
+  for (int a : {1, 2}) EXPECT_TRUE(input.windowed(a, an.num_spatial)) << a;
+  for (int a : {0, 3}) EXPECT_FALSE(input.windowed(a, an.num_spatial)) << a;
+  for (int a = 0; a < an.num_spatial; ++a) EXPECT_FALSE(weights.windowed(a, an.num_spatial)) << a;
+}
+
 }  // namespace
 }  // namespace loom
