@@ -266,8 +266,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   Small<double> demand_fraction;
   for (size_t i = 0; i <= an.accesses.size(); ++i) {
     const bool packed = i < an.accesses.size() && s.pack[i] >= 0;
-    demand_fraction.push_back(
-        packed ? 0.0 : demand_share(stream_bytes(s, an, trip, i < an.accesses.size() ? an.accesses[i] : an.output, scratch)));
+    const Access& x = i < an.accesses.size() ? an.accesses[i] : an.output;
+    demand_fraction.push_back(packed ? 0.0 : demand_share(stream_bytes(s, an, trip, x, scratch)));
   }
   Small<Granularity> grains;
   auto measure = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int enclosing_level) {
