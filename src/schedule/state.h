@@ -42,11 +42,13 @@ struct StepTrail {
   std::shared_ptr<const StepTrail> previous;
 };
 
-// Storage for a state's tables, inline for the operators there are (up to 5
-// levels x 8 axes): the traversal makes a state for every step it weighs,
-// tens of thousands per construction, so a state is one allocation.
+// Storage for a state's tables, inline for the operators there are (4 levels
+// x 8 axes; larger tables move to the heap): the traversal makes a state for
+// every step it weighs, ten thousand per construction, so a state is one
+// allocation, and no larger than it needs to be (its pages are touched anew
+// when the heap was trimmed between constructions: about 4 us per page here).
 template <typename T>
-using StateStorage = boost::container::small_vector<T, 40>;
+using StateStorage = boost::container::small_vector<T, 32>;
 
 // Tile sizes, [level][axis], flat.
 class TileTable {
