@@ -311,7 +311,8 @@ int main(int argc, char** argv) {
         for (size_t b = 0; b < base.size(); ++b)
           if (!base[b].is_reference() && !(gf(4 + b) <= library)) library = gf(4 + b);
         ratio_library1[w.suite].push_back(c1 / library);
-        if (!base.empty() && base[0].is_reference()) ++onednn_reference[w.suite];
+        const bool onednn_is_reference = !base.empty() && base[0].is_reference();
+        if (onednn_is_reference) ++onednn_reference[w.suite];
         const std::string second = base.size() > 1 ? base[1].name : "";
         ratio_dn[w.suite].push_back(c10 / dn);
         ratio_dn1[w.suite].push_back(c1 / dn);
@@ -323,7 +324,7 @@ int main(int argc, char** argv) {
         std::printf("%-7s %-31s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f | %6.2f %6.2f %6.2f %6.2f %5.2f | %4.0fms %5.0fms %s\n",
                     w.suite.c_str(), w.name.c_str(), c1, c10, r1, r10, dn, blas, c10 / dn, c1 / dn, c1 / r1, c10 / r10,
                     roof_frac, runs[0].construct_ms, runs[0].codegen_ms, ok ? "ok" : "WRONG");
-        if (!base.empty() && base[0].is_reference())
+        if (onednn_is_reference)
           std::printf("        (oneDNN ran its reference implementation, %s: no measure of an optimized library)\n",
                       base[0].implementation.c_str());
         row.update({{"construct1_gflops", c1}, {"construct10_gflops", c10}, {"roller1_gflops", r1},

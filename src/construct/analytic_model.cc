@@ -64,8 +64,9 @@ double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
   return ceil_div(parent, double(s.tile[l][a]));
 }
 
-// trips() of every level and axis, computed once per estimate: the walk's
-// hot path asks for them again for every access and granularity.
+// trips() of every level and axis (the tile table's shape), computed once
+// per estimate: the walk's hot path asks for them again for every access and
+// granularity.
 class TripTable {
  public:
   TripTable(const StateData& s, const AnchorInfo& an) : axes_(size_t(s.num_axes)) {
@@ -76,7 +77,7 @@ class TripTable {
 
  private:
   size_t axes_;
-  boost::container::small_vector<double, 64> table_;
+  StateStorage<double> table_;
 };
 
 // Whether the loop over axis `a` at the pack point's level is open (outside
