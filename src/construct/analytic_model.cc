@@ -349,8 +349,12 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   }
 
   // --- penalties ---
+  // Register tiles cut short run a slower body, except along a vector axis
+  // of known extent: its last tile keeps the fast body, one vector
+  // narrower (counted in vector_util).
   double slow = 1;
   for (int a = 0; a < an.num_spatial; ++a) {
+    if (a == s.vec_axis && W > 1 && an.extents[a].as_const_int()) continue;
     double e = double(full[a]);
     slow *= 1 - std::fmod(e, double(s.tile[reg][a])) / e;
   }

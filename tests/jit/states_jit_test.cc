@@ -3,6 +3,7 @@
 // operator, each compiled and compared with the reference executor; plus
 // the strategies' own top candidates, and state replay/serialization.
 #include <random>
+#include <sstream>
 
 #include "construct/state_graph.h"
 #include "driver/compile_schedule.h"
@@ -95,6 +96,43 @@ TEST_P(RandomStates, StrategyCandidatesMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Jit, RandomStates, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return case_name(info.param); });
+
+// A vector axis of a known extent that a tile does not divide (at the
+// parallel level or inside) runs its last tile through the fast
+// micro-kernel with a constant, narrower last vector: no vector loop has a
+// size computed at run time. Checked on odd channel and column counts.
+TEST(States, VectorRemaindersKeepTheFastMicroKernel) {
+  const std::vector<Case> odd = {
+      {"depthwise_conv2d", {{"N", "1"}, {"H", "9"}, {"W", "7"}, {"C", "37"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
+      {"matmul", {{"M", "13"}, {"N", "45"}, {"K", "21"}}},
+      {"dense", {{"M", "5"}, {"N", "83"}, {"K", "16"}, {"epilogue", "bias_relu"}}},
+  };
+  HwSpec hw = detect_host_cpu();
+  for (const Case& c : odd) {
+    Operator op = make_operator(c.op, c.params);
+    Task task = make_task(op, hw, 1);
+    const AnchorInfo& anchor = *task.anchor;
+    std::mt19937_64 rng(std::hash<std::string>()(case_name(c)));
+    auto inputs = random_inputs(op, 3);
+    int remainders = 0;
+    for (int sample = 0; sample < 40 && remainders < 6; ++sample) {
+      State state = random_state(anchor, hw, rng, 6 + sample % 10);
+      const int v = state->vec_axis;
+      if (v < 0 || v >= anchor.num_spatial || state->vec_width == 1) continue;
+      bool divides = true;
+      for (int l = 0; l <= state->reg_level(); ++l) divides &= anchor.plan_extent(v) % state->tile[l][v] == 0;
+      if (divides) continue;
+      ++remainders;
+      Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
+      EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str();
+      std::istringstream ir(k.report().loop_ir);
+      for (std::string line; std::getline(ir, line);)
+        EXPECT_FALSE(line.find("vectorized for") != std::string::npos && line.find("min(") != std::string::npos)
+            << c.op << " " << state->str() << ": " << line;
+    }
+    EXPECT_GE(remainders, 3) << c.op << ": too few sampled states with a vector remainder";
+  }
+}
 
 TEST(StateDynamicShapes, TiledKernelServesEverySize) {
   Var M("M"), N("N"), K("K");

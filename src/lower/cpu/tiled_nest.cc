@@ -53,19 +53,34 @@ class TiledNest {
       total = total * counts[a];
     }
     Expr rest = outer;
+    std::vector<Expr> tile_of(n);
     for (int i = int(s_.order[0].size()) - 1; i >= 0; --i) {
       const int a = s_.order[0][i];
       const int64_t T = s_.tile[0][a];
-      Expr t = counts[a].as_const_int() == 1 ? make_int(0) : i == 0 ? rest : rest % counts[a];
+      tile_of[a] = counts[a].as_const_int() == 1 ? make_int(0) : i == 0 ? rest : rest % counts[a];
       if (i > 0) rest = rest / counts[a];
-      r[a] = cut(Region{make_int(0), an_.extents[a], const_of(an_.extents[a]), 0, {}}, t, T);
+      r[a] = cut(Region{make_int(0), an_.extents[a], const_of(an_.extents[a]), 0, {}}, tile_of[a], T);
       r[a].terms.clear();  // level-0 offsets lie outside every pack region
     }
     for (int a = an_.num_spatial; a < n; ++a) {
       auto c = const_of(an_.extents[a]);
       r[a] = Region{make_int(0), an_.extents[a], c, c.value_or(0), {}};
     }
-    Stmt body = level(1, 0, r);
+    Stmt body;
+    const int v = s_.vec_axis;
+    if (v < 0 || v >= an_.num_spatial || s_.vec_width == 1 || r[v].const_size || !const_of(an_.extents[v])) {
+      body = level(1, 0, r);
+    } else {
+      // The parallel tiles along the vector axis are whole but the last:
+      // each kind of tile runs with its constant size (see level()).
+      const int64_t E = *const_of(an_.extents[v]), T = s_.tile[0][v], last = *counts[v].as_const_int() - 1;
+      std::vector<Region> whole = r, tail = r;
+      whole[v].size = make_int(T);
+      whole[v].const_size = T;
+      tail[v].size = make_int(E - last * T);
+      tail[v].const_size = E - last * T;
+      body = make_if(tile_of[v] == last, level(1, 0, tail), level(1, 0, whole));
+    }
     for (auto it = packed_.rbegin(); it != packed_.rend(); ++it)
       if (it->buffer) body = make_allocate(it->buffer, body);
     if (total.as_const_int() == 1) return body;  // every level-0 index is 0
@@ -111,10 +126,32 @@ class TiledNest {
       return make_seq(seq);
     }
     Var t("t" + std::to_string(l) + "_" + an_.axes[a].name());
+    if (peels_vector_remainder(a, r[a], T)) {
+      // Full tiles, then the last one with its constant size: the
+      // micro-kernel keeps its vectors, the last one narrower.
+      const int64_t whole = *r[a].const_size / T;
+      std::vector<Region> last = r;
+      last[a] = cut(r[a], make_int(whole), T);
+      last[a].size = make_int(*r[a].const_size - whole * T);
+      last[a].const_size = *r[a].const_size - whole * T;
+      r[a] = cut(r[a], t, T);
+      r[a].size = make_int(T);
+      r[a].const_size = T;
+      seq.push_back(make_for(t, make_int(whole), ForKind::Serial, level(l, pos + 1, r)));
+      seq.push_back(level(l, pos + 1, last));
+      return make_seq(seq);
+    }
     Expr trips = r[a].const_size ? make_int((*r[a].const_size + T - 1) / T) : ceil_div(r[a].size, T);
     r[a] = cut(r[a], t, T);
     seq.push_back(make_for(t, trips, ForKind::Serial, level(l, pos + 1, r)));
     return make_seq(seq);
+  }
+
+  // Whether the loop over tiles of T along `a` peels its last, shorter
+  // tile: the vector axis of a known extent T does not divide.
+  bool peels_vector_remainder(int a, const Region& region, int64_t T) const {
+    return a == s_.vec_axis && s_.vec_width > 1 && region.const_size && *region.const_size > T &&
+           *region.const_size % T != 0;
   }
 
   // --- packing -------------------------------------------------------
@@ -131,8 +168,12 @@ class TiledNest {
       p.terms_before[a] = r[a].terms.size();
       p.nominal[a] = r[a].nominal;
     }
-    std::vector<Expr> dims = layout_dims(i);
-    p.buffer = std::make_shared<BufferNode>(BufferNode{"packed_" + x.tensor.name(), DType::f32(), {product(dims)}});
+    // A peeled remainder packs again into the same buffer (same nominal
+    // region).
+    if (!p.buffer) {
+      std::vector<Expr> dims = layout_dims(i);
+      p.buffer = std::make_shared<BufferNode>(BufferNode{"packed_" + x.tensor.name(), DType::f32(), {product(dims)}});
+    }
 
     // Fill in source order: the axis with the smallest stride innermost.
     std::sort(used.begin(), used.end(), [&](int a, int b) {
@@ -212,6 +253,9 @@ class TiledNest {
     for (int a = 0; a < an_.num_spatial; ++a) {
       const int64_t R = s_.tile[reg_][a];
       const bool vector_axis = a == s_.vec_axis && s_.vec_width > 1;
+      // A vector axis of known size runs the fast body with its last vector
+      // narrower (see elements()).
+      if (vector_axis && r[a].const_size) continue;
       const bool may_be_short = !r[a].const_size || *r[a].const_size != R;
       rows_may_be_short |= !vector_axis && R > 1 && may_be_short;
       if (r[a].const_size) {
@@ -249,7 +293,15 @@ class TiledNest {
       const int64_t R = s_.tile[reg_][a];
       const std::string name = an_.axes[a].name();
       if (a == s_.vec_axis && W > 1) {
-        if (fast) {
+        if (fast && r[a].const_size && *r[a].const_size < R) {
+          // The last tile of a vector axis the register tile does not
+          // divide: one vectorized loop of its constant size (whole vectors,
+          // then narrower ones), each lane its own accumulator.
+          Var v("e_" + name);
+          el.loops.emplace_back(v, r[a].size, ForKind::Vectorized, W);
+          ranges_[v.get()] = {make_int(0), make_int(*r[a].const_size - 1)};
+          el.e[a] = v;
+        } else if (fast) {
           Var vo("e_" + name + "_v"), vi("e_" + name);
           if (R / W > 1) el.loops.emplace_back(vo, make_int(R / W), ForKind::Unrolled, 1);
           el.loops.emplace_back(vi, make_int(W), ForKind::Vectorized, W);
