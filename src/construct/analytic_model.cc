@@ -166,6 +166,25 @@ int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Acces
   return most;
 }
 
+// Whether lowering knows the size of every register tile along spatial
+// axis `a` (lower/cpu/tiled_nest.cc): a known extent, and along the vector
+// axis always (its remainders are peeled at every level), elsewhere when
+// each enclosing tile divides the range it cuts or covers it (the register
+// level's remainder is peeled).
+bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, int a) {
+  std::optional<int64_t> extent = an.extents[a].as_const_int();
+  if (!extent) return false;
+  if (a == s.vec_axis && s.vec_width > 1) return true;
+  int64_t size = *extent;
+  for (int l = 0; l < s.reg_level(); ++l) {
+    const int64_t T = s.tile[l][a];
+    if (size <= T) continue;
+    if (size % T != 0) return false;
+    size = T;
+  }
+  return true;
+}
+
 }  // namespace
 
 double Estimate::objective(int k) const {
@@ -349,12 +368,12 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   }
 
   // --- penalties ---
-  // Register tiles cut short run a slower body, except along a vector axis
-  // of known extent: its last tile keeps the fast body, one vector
-  // narrower (counted in vector_util).
+  // Register tiles cut short at run time run a slower body; those of a
+  // size known when lowering keep the fast one (a narrower last vector is
+  // counted in vector_util).
   double slow = 1;
   for (int a = 0; a < an.num_spatial; ++a) {
-    if (a == s.vec_axis && W > 1 && an.extents[a].as_const_int()) continue;
+    if (register_tiles_sized_statically(s, an, a)) continue;
     double e = double(full[a]);
     slow *= 1 - std::fmod(e, double(s.tile[reg][a])) / e;
   }

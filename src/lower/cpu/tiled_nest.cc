@@ -126,9 +126,9 @@ class TiledNest {
       return make_seq(seq);
     }
     Var t("t" + std::to_string(l) + "_" + an_.axes[a].name());
-    if (peels_vector_remainder(a, r[a], T)) {
+    if (peels_remainder(l, a, r[a], T)) {
       // Full tiles, then the last one with its constant size: the
-      // micro-kernel keeps its vectors, the last one narrower.
+      // micro-kernel stays unrolled, the last vector narrower.
       const int64_t whole = *r[a].const_size / T;
       std::vector<Region> last = r;
       last[a] = cut(r[a], make_int(whole), T);
@@ -147,11 +147,14 @@ class TiledNest {
     return make_seq(seq);
   }
 
-  // Whether the loop over tiles of T along `a` peels its last, shorter
-  // tile: the vector axis of a known extent T does not divide.
-  bool peels_vector_remainder(int a, const Region& region, int64_t T) const {
-    return a == s_.vec_axis && s_.vec_width > 1 && region.const_size && *region.const_size > T &&
-           *region.const_size % T != 0;
+  // Whether the loop over tiles of T along spatial axis `a` peels its last,
+  // shorter tile (a known size T does not divide): at every level along the
+  // vector axis, at the register tiles along the others (one copy of the
+  // micro-kernel per axis).
+  bool peels_remainder(int l, int a, const Region& region, int64_t T) const {
+    if (a >= an_.num_spatial || !region.const_size || *region.const_size <= T || *region.const_size % T == 0)
+      return false;
+    return l == reg_ || (a == s_.vec_axis && s_.vec_width > 1);
   }
 
   // --- packing -------------------------------------------------------
@@ -242,39 +245,31 @@ class TiledNest {
   }
 
   // --- micro-kernel --------------------------------------------------
-  // A tile cut short by the edge of a spatial axis (a symbolic size, or an
-  // extent the register tile does not divide) keeps the fast body's vector
-  // and reduction structure when its vector axis is whole: only the short
-  // axes become loops bounded by their actual size. Otherwise (the vector
-  // axis itself is short) the scalar body runs.
+  // Axes whose size in this tile is known (whole tiles, or a peeled
+  // remainder) run the fast body at that size. A tile cut short at run time
+  // (a symbolic extent, or an enclosing tile that does not divide) keeps
+  // the fast body's vector and reduction structure when its vector axis is
+  // whole: only the short axes become loops bounded by their actual size.
+  // Otherwise (the vector axis itself is short) the scalar body runs.
   Stmt micro_kernel(const std::vector<Region>& r) {
     std::vector<Expr> full, vector_full;
-    bool never_full = false, vector_never_full = false, rows_may_be_short = false;
+    bool rows_may_be_short = false;
     for (int a = 0; a < an_.num_spatial; ++a) {
+      if (r[a].const_size) continue;
       const int64_t R = s_.tile[reg_][a];
       const bool vector_axis = a == s_.vec_axis && s_.vec_width > 1;
-      // A vector axis of known size runs the fast body with its last vector
-      // narrower (see elements()).
-      if (vector_axis && r[a].const_size) continue;
-      const bool may_be_short = !r[a].const_size || *r[a].const_size != R;
-      rows_may_be_short |= !vector_axis && R > 1 && may_be_short;
-      if (r[a].const_size) {
-        never_full |= *r[a].const_size != R;
-        vector_never_full |= vector_axis && *r[a].const_size != R;
-      } else {
-        full.push_back(r[a].size == R);
-        if (vector_axis) vector_full.push_back(r[a].size == R);
-      }
+      rows_may_be_short |= !vector_axis && R > 1;
+      full.push_back(r[a].size == R);
+      if (vector_axis) vector_full.push_back(r[a].size == R);
     }
+    if (full.empty()) return kernel_body(r, true);
     Stmt partial = kernel_body(r, false);
-    if (rows_may_be_short && !vector_never_full) {
+    if (rows_may_be_short) {
       short_rows_ = true;
       Stmt rows = kernel_body(r, true);
       short_rows_ = false;
       partial = vector_full.empty() ? rows : make_if(and_all(vector_full), rows, partial);
     }
-    if (never_full) return partial;
-    if (full.empty()) return kernel_body(r, true);
     return make_if(and_all(full), kernel_body(r, true), partial);
   }
 
@@ -315,12 +310,14 @@ class TiledNest {
         }
         continue;
       }
-      if (fast && R == 1) continue;
+      // A spatial axis of known size in this tile unrolls to that size.
+      const int64_t n = !an_.is_reduce_axis(a) && r[a].const_size ? *r[a].const_size : R;
+      if (fast && n == 1) continue;
       Var v("e_" + name);
-      const bool bounded = !fast || (short_rows_ && !an_.is_reduce_axis(a));
-      el.loops.emplace_back(v, bounded ? r[a].size : make_int(R), bounded ? ForKind::Serial : ForKind::Unrolled, 1);
+      const bool bounded = !fast || (short_rows_ && !an_.is_reduce_axis(a) && !r[a].const_size);
+      el.loops.emplace_back(v, bounded ? r[a].size : make_int(n), bounded ? ForKind::Serial : ForKind::Unrolled, 1);
       el.e[a] = v;
-      ranges_[v.get()] = {make_int(0), bounded ? r[a].size - 1 : make_int(R - 1)};
+      ranges_[v.get()] = {make_int(0), bounded ? r[a].size - 1 : make_int(n - 1)};
     }
     return el;
   }

@@ -12,11 +12,13 @@
 //      innermost (outer-product form: one operand broadcast, the other
 //      loaded as vectors, FMA into the block); then the write-back, through
 //      the fused consumer on the last reduction block.
-// A register tile cut short by the extent runs the same micro-kernel with
-// runtime-bounded loops instead of unrolled ones; along the vector axis of
-// a known extent the last tile is peeled at every level instead, so it keeps
-// the unrolled micro-kernel with a constant, narrower last vector (88
-// channels run as 5 vectors of 16 and one of 8, not 80 + 8 scalar steps). Reads guarded by a select
+// Where a known extent leaves a shorter last tile, that tile is peeled and
+// keeps the unrolled micro-kernel at its constant size: along the vector
+// axis at every level (88 channels run as 5 vectors of 16 and one of 8, not
+// 80 + 8 scalar steps), along the other spatial axes at the register tiles
+// (37 rows as 3 x 12 + 1). A tile cut short at run time (a symbolic extent,
+// an enclosing tile that does not divide) runs the same micro-kernel with
+// runtime-bounded loops instead of unrolled ones. Reads guarded by a select
 // (padding) are proven safe by interval arithmetic on their affine
 // conditions, over the whole register tile and again per reduction step;
 // where the proof holds the guard is dropped (the interior), elsewhere it
