@@ -163,6 +163,8 @@ class FunctionEmitter {
     LOOM_INTERNAL_CHECK(!is_vec(extent), "loop extent varies across vector lanes: ", f->extent.str());
     if (f->for_kind == ForKind::Parallel && !in_parallel_) return parallel_loop(f, extent);
     if (f->for_kind == ForKind::Vectorized && lanes_ == 1) {
+      if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(extent); c && c->getSExtValue() <= f->lanes)
+        return short_vector(f, c->getSExtValue());
       // Main part in vectors of f->lanes, the remainder in vectors of half,
       // a quarter, ... (at most one each, down to 4 lanes), then scalars: a
       // row of 43 runs as 16 + 16 + 8 + 3, not 16 + 16 + 11 scalars.
@@ -180,6 +182,31 @@ class FunctionEmitter {
       return;
     }
     counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, f->unroll_hint);
+  }
+
+  // A vectorized loop of a known extent within one vector (the last
+  // vector of a tile): straight-line code, one vector of each narrower
+  // width that fits (down to 4 lanes), then scalars; no loop left for
+  // later passes to unroll before the accumulators can live in registers.
+  void short_vector(const ForNode* f, int64_t n) {
+    const ExprNode* var = f->var.get();
+    Value* saved = vars_.count(var) ? vars_[var] : nullptr;
+    int64_t begin = 0;
+    for (int w = f->lanes; w >= 4; w /= 2) {
+      if (n - begin < w) continue;
+      vars_[var] = b_.getInt64(begin);
+      vec_var_ = var;
+      lanes_ = w;
+      stmt(f->body);
+      begin += w;
+    }
+    lanes_ = 1;
+    vec_var_ = nullptr;
+    for (; begin < n; ++begin) {
+      vars_[var] = b_.getInt64(begin);
+      stmt(f->body);
+    }
+    if (saved) vars_[var] = saved; else vars_.erase(var);
   }
 
   void parallel_loop(const ForNode* f, Value* extent) {

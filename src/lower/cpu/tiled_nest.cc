@@ -290,12 +290,15 @@ class TiledNest {
       if (a == s_.vec_axis && W > 1) {
         if (fast && r[a].const_size && *r[a].const_size < R) {
           // The last tile of a vector axis the register tile does not
-          // divide: one vectorized loop of its constant size (whole vectors,
-          // then narrower ones), each lane its own accumulator.
-          Var v("e_" + name);
-          el.loops.emplace_back(v, r[a].size, ForKind::Vectorized, W);
-          ranges_[v.get()] = {make_int(0), make_int(*r[a].const_size - 1)};
-          el.e[a] = v;
+          // divide: unrolled whole vectors, the last one narrower.
+          const int64_t size = *r[a].const_size, vectors = (size + W - 1) / W;
+          Var vo("e_" + name + "_v"), vi("e_" + name);
+          if (vectors > 1) el.loops.emplace_back(vo, make_int(vectors), ForKind::Unrolled, 1);
+          Expr base = vectors > 1 ? Expr(vo) * W : make_int(0);
+          el.loops.emplace_back(vi, min(make_int(W), size - base), ForKind::Vectorized, W);
+          ranges_[vo.get()] = {make_int(0), make_int(vectors - 1)};
+          ranges_[vi.get()] = {make_int(0), make_int(std::min<int64_t>(W, size) - 1)};
+          el.e[a] = vectors > 1 ? base + vi : Expr(vi);
         } else if (fast) {
           Var vo("e_" + name + "_v"), vi("e_" + name);
           if (R / W > 1) el.loops.emplace_back(vo, make_int(R / W), ForKind::Unrolled, 1);
