@@ -66,20 +66,13 @@ class TiledNest {
       auto c = const_of(an_.extents[a]);
       r[a] = Region{make_int(0), an_.extents[a], c, c.value_or(0), {}};
     }
-    Stmt body;
-    const int v = s_.vec_axis;
-    if (v < 0 || v >= an_.num_spatial || s_.vec_width == 1 || r[v].const_size || !const_of(an_.extents[v])) {
-      body = level(1, 0, r);
-    } else {
-      // The parallel tiles along the vector axis are whole but the last:
-      // each kind of tile runs with its constant size (see level()).
-      const int64_t E = *const_of(an_.extents[v]), T = s_.tile[0][v], last = *counts[v].as_const_int() - 1;
-      std::vector<Region> whole = r, tail = r;
-      whole[v].size = make_int(T);
-      whole[v].const_size = T;
-      tail[v].size = make_int(E - last * T);
-      tail[v].const_size = E - last * T;
-      body = make_if(tile_of[v] == last, level(1, 0, tail), level(1, 0, whole));
+    Stmt body = tiles(r, counts, tile_of);
+    if (micro_kernels_ > kMaxMicroKernelCopies) {
+      // Too many peeled copies (remainders along several axes and levels):
+      // compile time is bounded before speed, the remainders run as tiles
+      // cut short at run time.
+      peel_ = false;
+      body = tiles(r, counts, tile_of);
     }
     for (auto it = packed_.rbegin(); it != packed_.rend(); ++it)
       if (it->buffer) body = make_allocate(it->buffer, body);
@@ -88,6 +81,25 @@ class TiledNest {
   }
 
  private:
+  static constexpr int kMaxMicroKernelCopies = 16;
+
+  // The nest inside one parallel tile.
+  Stmt tiles(const std::vector<Region>& r, const std::vector<Expr>& counts, const std::vector<Expr>& tile_of) {
+    micro_kernels_ = 0;
+    const int v = s_.vec_axis;
+    if (!peel_ || v < 0 || v >= an_.num_spatial || s_.vec_width == 1 || r[v].const_size || !const_of(an_.extents[v]))
+      return level(1, 0, r);
+    // The parallel tiles along the vector axis are whole but the last: each
+    // kind of tile runs with its constant size (see level()).
+    const int64_t E = *const_of(an_.extents[v]), T = s_.tile[0][v], last = *counts[v].as_const_int() - 1;
+    std::vector<Region> whole = r, tail = r;
+    whole[v].size = make_int(T);
+    whole[v].const_size = T;
+    tail[v].size = make_int(E - last * T);
+    tail[v].const_size = E - last * T;
+    return make_if(tile_of[v] == last, level(1, 0, tail), level(1, 0, whole));
+  }
+
   static std::optional<int64_t> const_of(const Expr& e) { return e.as_const_int(); }
   static Expr ceil_div(const Expr& e, int64_t t) { return (e + (t - 1)) / t; }
 
@@ -154,7 +166,7 @@ class TiledNest {
   bool peels_remainder(int l, int a, const Region& region, int64_t T) const {
     if (a >= an_.num_spatial || !region.const_size || *region.const_size <= T || *region.const_size % T == 0)
       return false;
-    return l == reg_ || (a == s_.vec_axis && s_.vec_width > 1);
+    return peel_ && (l == reg_ || (a == s_.vec_axis && s_.vec_width > 1));
   }
 
   // --- packing -------------------------------------------------------
@@ -252,6 +264,7 @@ class TiledNest {
   // whole: only the short axes become loops bounded by their actual size.
   // Otherwise (the vector axis itself is short) the scalar body runs.
   Stmt micro_kernel(const std::vector<Region>& r) {
+    ++micro_kernels_;
     std::vector<Expr> full, vector_full;
     bool rows_may_be_short = false;
     for (int a = 0; a < an_.num_spatial; ++a) {
@@ -554,6 +567,8 @@ class TiledNest {
   std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> ranges_;
   std::vector<Expr>* interior_conds_ = nullptr;  // set while building the interior version
   bool short_rows_ = false;  // building the fast body for a tile cut short on non-vector spatial axes
+  bool peel_ = true;         // peel remainders of known size (see level())
+  int micro_kernels_ = 0;    // copies of the micro-kernel in the nest built last
 };
 
 }  // namespace
