@@ -170,7 +170,7 @@ class FunctionEmitter {
       // row of 43 runs as 16 + 16 + 8 + 3, not 16 + 16 + 11 scalars.
       Value* begin = b_.getInt64(0);
       vec_var_ = f->var.get();
-      for (int w = f->lanes; w > 1 && (w == f->lanes || w >= 4); w /= 2) {
+      for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes); w /= 2) {
         Value* end = b_.CreateSub(extent, b_.CreateSRem(b_.CreateSub(extent, begin), b_.getInt64(w)));
         lanes_ = w;
         counted_loop(f->var.get(), begin, end, w, [&] { stmt(f->body); });
@@ -184,15 +184,19 @@ class FunctionEmitter {
     counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, f->unroll_hint);
   }
 
+  // The vector widths a vectorized loop of `lanes` runs in: its own, then
+  // halves down to 4 lanes; scalars after.
+  static bool remainder_width(int w, int lanes) { return w == lanes || w >= 4; }
+
   // A vectorized loop of a known extent within one vector (the last
-  // vector of a tile): straight-line code, one vector of each narrower
-  // width that fits (down to 4 lanes), then scalars; no loop left for
+  // vector of a tile): straight-line code, one vector of each width that
+  // fits (remainder_width), then scalars; no loop left for
   // later passes to unroll before the accumulators can live in registers.
   void short_vector(const ForNode* f, int64_t n) {
     const ExprNode* var = f->var.get();
     Value* saved = vars_.count(var) ? vars_[var] : nullptr;
     int64_t begin = 0;
-    for (int w = f->lanes; w >= 4; w /= 2) {
+    for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes); w /= 2) {
       if (n - begin < w) continue;
       vars_[var] = b_.getInt64(begin);
       vec_var_ = var;

@@ -93,15 +93,20 @@ class TiledNest {
     // kind of tile runs with its constant size (see level()).
     const int64_t E = *const_of(an_.extents[v]), T = s_.tile[0][v], last = *counts[v].as_const_int() - 1;
     std::vector<Region> whole = r, tail = r;
-    whole[v].size = make_int(T);
-    whole[v].const_size = T;
-    tail[v].size = make_int(E - last * T);
-    tail[v].const_size = E - last * T;
+    whole[v] = sized(r[v], T);
+    tail[v] = sized(r[v], E - last * T);
     return make_if(tile_of[v] == last, level(1, 0, tail), level(1, 0, whole));
   }
 
   static std::optional<int64_t> const_of(const Expr& e) { return e.as_const_int(); }
   static Expr ceil_div(const Expr& e, int64_t t) { return (e + (t - 1)) / t; }
+
+  // `region` with its size known to be `n`.
+  static Region sized(Region region, int64_t n) {
+    region.size = make_int(n);
+    region.const_size = n;
+    return region;
+  }
 
   // The sub-range of `parent` taken by tile `t` of size T.
   static Region cut(const Region& parent, const Expr& t, int64_t T) {
@@ -143,12 +148,8 @@ class TiledNest {
       // micro-kernel stays unrolled, the last vector narrower.
       const int64_t whole = *r[a].const_size / T;
       std::vector<Region> last = r;
-      last[a] = cut(r[a], make_int(whole), T);
-      last[a].size = make_int(*r[a].const_size - whole * T);
-      last[a].const_size = *r[a].const_size - whole * T;
-      r[a] = cut(r[a], t, T);
-      r[a].size = make_int(T);
-      r[a].const_size = T;
+      last[a] = sized(cut(r[a], make_int(whole), T), *r[a].const_size - whole * T);
+      r[a] = sized(cut(r[a], t, T), T);
       seq.push_back(make_for(t, make_int(whole), ForKind::Serial, level(l, pos + 1, r)));
       seq.push_back(level(l, pos + 1, last));
       return make_seq(seq);
@@ -301,24 +302,19 @@ class TiledNest {
       const int64_t R = s_.tile[reg_][a];
       const std::string name = an_.axes[a].name();
       if (a == s_.vec_axis && W > 1) {
-        if (fast && r[a].const_size && *r[a].const_size < R) {
-          // The last tile of a vector axis the register tile does not
-          // divide: unrolled whole vectors, the last one narrower.
-          const int64_t size = *r[a].const_size, vectors = (size + W - 1) / W;
+        if (fast) {
+          // Unrolled vectors over the tile; the last tile of a vector axis
+          // the register tile does not divide ends with a narrower one.
+          const int64_t size = r[a].const_size && *r[a].const_size < R ? *r[a].const_size : R;
+          const int64_t vectors = (size + W - 1) / W;
           Var vo("e_" + name + "_v"), vi("e_" + name);
           if (vectors > 1) el.loops.emplace_back(vo, make_int(vectors), ForKind::Unrolled, 1);
           Expr base = vectors > 1 ? Expr(vo) * W : make_int(0);
-          el.loops.emplace_back(vi, min(make_int(W), size - base), ForKind::Vectorized, W);
+          Expr lanes = size % W == 0 ? make_int(W) : min(make_int(W), size - base);
+          el.loops.emplace_back(vi, lanes, ForKind::Vectorized, W);
           ranges_[vo.get()] = {make_int(0), make_int(vectors - 1)};
           ranges_[vi.get()] = {make_int(0), make_int(std::min<int64_t>(W, size) - 1)};
           el.e[a] = vectors > 1 ? base + vi : Expr(vi);
-        } else if (fast) {
-          Var vo("e_" + name + "_v"), vi("e_" + name);
-          if (R / W > 1) el.loops.emplace_back(vo, make_int(R / W), ForKind::Unrolled, 1);
-          el.loops.emplace_back(vi, make_int(W), ForKind::Vectorized, W);
-          ranges_[vo.get()] = {make_int(0), make_int(R / W - 1)};
-          ranges_[vi.get()] = {make_int(0), make_int(W - 1)};
-          el.e[a] = R / W > 1 ? Expr(vo) * W + vi : Expr(vi);
         } else {
           Var v("e_" + name);
           el.loops.emplace_back(v, r[a].size, ForKind::Vectorized, W);
