@@ -16,10 +16,11 @@ const char* to_string(ForKind kind) {
   return "?";
 }
 
-Stmt make_for(Var var, Expr extent, ForKind kind, Stmt body, int lanes, int unroll_hint) {
+Stmt make_for(Var var, Expr extent, ForKind kind, Stmt body, int lanes, int unroll_hint, bool masked_remainder) {
   LOOM_INTERNAL_CHECK(kind != ForKind::Vectorized || lanes > 1, "vectorized loop needs lanes > 1");
   LOOM_INTERNAL_CHECK(kind != ForKind::Unrolled || extent.as_const_int(), "unrolled loop needs a constant extent");
-  return std::make_shared<ForNode>(std::move(var), std::move(extent), kind, lanes, std::move(body), unroll_hint);
+  return std::make_shared<ForNode>(std::move(var), std::move(extent), kind, lanes, std::move(body), unroll_hint,
+                                   masked_remainder);
 }
 Stmt make_if(Expr cond, Stmt then_case, Stmt else_case) {
   return std::make_shared<IfThenElseNode>(std::move(cond), std::move(then_case), std::move(else_case));
@@ -54,7 +55,7 @@ void print(std::ostream& os, const Stmt& s, int depth) {
   std::string pad(2 * depth, ' ');
   if (auto* f = s->as<ForNode>()) {
     os << pad << to_string(f->for_kind) << " " << f->var.name() << " in [0, " << f->extent.str() << ")";
-    if (f->for_kind == ForKind::Vectorized) os << " x" << f->lanes;
+    if (f->for_kind == ForKind::Vectorized) os << " x" << f->lanes << (f->masked_remainder ? " masked" : "");
     if (f->unroll_hint > 1) os << " unroll " << f->unroll_hint;
     os << ":\n";
     print(os, f->body, depth + 1);

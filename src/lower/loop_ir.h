@@ -43,15 +43,21 @@ using Stmt = std::shared_ptr<const StmtNode>;
 
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::For;
-  ForNode(Var v, Expr e, ForKind k, int l, Stmt b, int u)
+  ForNode(Var v, Expr e, ForKind k, int l, Stmt b, int u, bool m)
       : StmtNode(kKind), var(std::move(v)), extent(std::move(e)), for_kind(k), lanes(l), body(std::move(b)),
-        unroll_hint(u) {}
+        unroll_hint(u), masked_remainder(m) {}
   Var var;
   Expr extent;
   ForKind for_kind;
   int lanes;  // Vectorized: vector width; otherwise 1
   Stmt body;
   int unroll_hint;  // Serial: partial unroll factor for the code generator (0: none)
+  // Vectorized: the last, partial vector runs as one vector with masked
+  // loads and stores where the target has them, not as narrower vectors
+  // and scalars. For loops that run once per row (its remainder is short
+  // work), not for micro-kernels whose narrower accumulators live in
+  // registers across a reduction.
+  bool masked_remainder;
 };
 
 struct StoreNode : StmtNode {
@@ -105,7 +111,8 @@ struct GpuLaunchNode : StmtNode {
   Stmt body;
 };
 
-Stmt make_for(Var var, Expr extent, ForKind kind, Stmt body, int lanes = 1, int unroll_hint = 0);
+Stmt make_for(Var var, Expr extent, ForKind kind, Stmt body, int lanes = 1, int unroll_hint = 0,
+              bool masked_remainder = false);
 Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_store(BufferRef buffer, Expr index, Expr value);
 Stmt make_seq(std::vector<Stmt> stmts);

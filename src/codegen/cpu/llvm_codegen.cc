@@ -29,10 +29,13 @@ constexpr unsigned kElementAlign = 4;
 // parallel loop starts a fresh FunctionEmitter for the task body.
 class FunctionEmitter {
  public:
-  FunctionEmitter(llvm::Module& m, const CpuSpec& cpu) : m_(m), ctx_(m.getContext()), b_(ctx_), cpu_(cpu) {
+  FunctionEmitter(llvm::Module& m, const CpuSpec& cpu)
+      : m_(m), ctx_(m.getContext()), b_(ctx_), cpu_(cpu),
+        masked_tails_(std::find(cpu.isa.begin(), cpu.isa.end(), "avx512f") != cpu.isa.end()) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     fmf.setAllowReassoc(true);
+    fmf.setAllowReciprocal(true);  // x / y as x * (1 / y): a row divided by one value pays one division
     b_.setFastMathFlags(fmf);
   }
 
@@ -162,43 +165,65 @@ class FunctionEmitter {
     Value* extent = expr(f->extent);
     LOOM_INTERNAL_CHECK(!is_vec(extent), "loop extent varies across vector lanes: ", f->extent.str());
     if (f->for_kind == ForKind::Parallel && !in_parallel_) return parallel_loop(f, extent);
-    if (f->for_kind == ForKind::Vectorized && lanes_ == 1) {
-      if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(extent); c && c->getSExtValue() <= f->lanes)
-        return short_vector(f, c->getSExtValue());
-      // Main part in vectors of f->lanes, the remainder in vectors of half,
-      // a quarter, ... (at most one each, down to 4 lanes), then scalars: a
-      // row of 43 runs as 16 + 16 + 8 + 3, not 16 + 16 + 11 scalars.
-      Value* begin = b_.getInt64(0);
-      vec_var_ = f->var.get();
-      for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes); w /= 2) {
-        Value* end = b_.CreateSub(extent, b_.CreateSRem(b_.CreateSub(extent, begin), b_.getInt64(w)));
-        lanes_ = w;
-        counted_loop(f->var.get(), begin, end, w, [&] { stmt(f->body); });
-        begin = end;
-      }
-      lanes_ = 1;
-      vec_var_ = nullptr;
-      counted_loop(f->var.get(), begin, extent, 1, [&] { stmt(f->body); });
-      return;
-    }
+    if (f->for_kind == ForKind::Vectorized && lanes_ == 1) return vectorized_loop(f, extent);
     counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, f->unroll_hint);
+  }
+
+  // Main part in vectors of f->lanes. The remainder: with masked vector
+  // memory operations, one masked vector; else vectors of half, a quarter,
+  // ... (at most one each, down to 4 lanes), then scalars: a row of 43 runs
+  // as 16 + 16 + 11 masked, or 16 + 16 + 8 + 3 scalars.
+  void vectorized_loop(const ForNode* f, Value* extent) {
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(extent); c && c->getSExtValue() <= f->lanes)
+      return short_vector(f, b_.getInt64(0), c->getSExtValue());
+    Value* begin = b_.getInt64(0);
+    vec_var_ = f->var.get();
+    const bool masked = masked_tails_ && f->masked_remainder;
+    for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes) && (w == f->lanes || !masked); w /= 2) {
+      Value* end = b_.CreateSub(extent, b_.CreateSRem(b_.CreateSub(extent, begin), b_.getInt64(w)));
+      lanes_ = w;
+      counted_loop(f->var.get(), begin, end, w, [&] { stmt(f->body); });
+      begin = end;
+    }
+    lanes_ = 1;
+    vec_var_ = nullptr;
+    if (!masked) return counted_loop(f->var.get(), begin, extent, 1, [&] { stmt(f->body); });
+    Value* rest = b_.CreateSub(extent, begin);
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(rest)) return short_vector(f, begin, c->getSExtValue());
+    Function* fn = b_.GetInsertBlock()->getParent();
+    BasicBlock* tail = BasicBlock::Create(ctx_, "tail", fn);
+    BasicBlock* done = BasicBlock::Create(ctx_, "tail_done", fn);
+    b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(0)), tail, done);
+    b_.SetInsertPoint(tail);
+    masked_vector(f, begin, rest, f->lanes);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
   }
 
   // The vector widths a vectorized loop of `lanes` runs in: its own, then
   // halves down to 4 lanes; scalars after.
   static bool remainder_width(int w, int lanes) { return w == lanes || w >= 4; }
 
-  // A vectorized loop of a known extent within one vector (the last
-  // vector of a tile): straight-line code, one vector of each width that
-  // fits (remainder_width), then scalars; no loop left for
-  // later passes to unroll before the accumulators can live in registers.
-  void short_vector(const ForNode* f, int64_t n) {
+  // A vectorized loop's n < lanes elements from `first` on (a short loop
+  // of known extent, the last vector of a tile, a remainder): straight-line
+  // code, no loop left for later passes to unroll before the accumulators
+  // can live in registers. One vector when n is a width it runs in; else
+  // one masked vector where the target masks memory operations, else one
+  // vector of each width that fits (remainder_width), then scalars.
+  void short_vector(const ForNode* f, Value* first, int64_t n) {
+    if (n <= 0) return;
+    const bool one_width = (n & (n - 1)) == 0 && n > 1 && remainder_width(int(n), f->lanes);
+    if (masked_tails_ && f->masked_remainder && n > 1 && !one_width) {
+      int w = 4;
+      while (w < n) w *= 2;
+      return masked_vector(f, first, b_.getInt64(n), w);
+    }
     const ExprNode* var = f->var.get();
     Value* saved = vars_.count(var) ? vars_[var] : nullptr;
     int64_t begin = 0;
     for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes); w /= 2) {
       if (n - begin < w) continue;
-      vars_[var] = b_.getInt64(begin);
+      vars_[var] = b_.CreateAdd(first, b_.getInt64(begin));
       vec_var_ = var;
       lanes_ = w;
       stmt(f->body);
@@ -207,9 +232,26 @@ class FunctionEmitter {
     lanes_ = 1;
     vec_var_ = nullptr;
     for (; begin < n; ++begin) {
-      vars_[var] = b_.getInt64(begin);
+      vars_[var] = b_.CreateAdd(first, b_.getInt64(begin));
       stmt(f->body);
     }
+    if (saved) vars_[var] = saved; else vars_.erase(var);
+  }
+
+  // The body once as a vector of w lanes from `first` on, of which the
+  // first `count` (1 <= count <= w) are live: memory operations masked.
+  void masked_vector(const ForNode* f, Value* first, Value* count, int w) {
+    const ExprNode* var = f->var.get();
+    Value* saved = vars_.count(var) ? vars_[var] : nullptr;
+    vars_[var] = first;
+    vec_var_ = var;
+    lanes_ = w;
+    tail_count_ = count;
+    tail_mask_ = b_.CreateICmpSLT(ramp(b_.getInt64(0)), splat(count, w));
+    stmt(f->body);
+    tail_mask_ = tail_count_ = nullptr;
+    lanes_ = 1;
+    vec_var_ = nullptr;
     if (saved) vars_[var] = saved; else vars_.erase(var);
   }
 
@@ -275,7 +317,9 @@ class FunctionEmitter {
       LOOM_INTERNAL_CHECK(n.has_value(), "stack buffer ", a->buffer->name, " needs a constant size");
       Function* fn = b_.GetInsertBlock()->getParent();
       llvm::IRBuilder<> entry_b(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-      llvm::AllocaInst* slot = entry_b.CreateAlloca(scalar_type(a->buffer->dtype), entry_b.getInt64(*n));
+      // One vector of slack past the end, for the dead lanes of masked vectors.
+      const int64_t slack = std::max(1, cpu_.vector_bits / (8 * a->buffer->dtype.bytes()));
+      llvm::AllocaInst* slot = entry_b.CreateAlloca(scalar_type(a->buffer->dtype), entry_b.getInt64(*n + slack));
       slot->setAlignment(llvm::Align(64));
       bufs_[a->buffer.get()] = slot;
       stmt(a->body);
@@ -311,11 +355,17 @@ class FunctionEmitter {
       return;
     }
     value = splat(value, lanes_);
-    if (linear_coeff(s->index, vec_var_) == 1) {
-      b_.CreateAlignedStore(value, b_.CreateGEP(elt, base, scalar_expr(s->index)), llvm::Align(kElementAlign));
-    } else {
-      b_.CreateMaskedScatter(value, b_.CreateGEP(elt, base, expr(s->index)), llvm::Align(kElementAlign));
-    }
+    const llvm::Align align(kElementAlign);
+    if (linear_coeff(s->index, vec_var_) != 1)
+      return void(b_.CreateMaskedScatter(value, b_.CreateGEP(elt, base, expr(s->index)), align, tail_mask_));
+    Value* index = scalar_expr(s->index);
+    Value* ptr = b_.CreateGEP(elt, base, index);
+    if (!tail_mask_) return void(b_.CreateAlignedStore(value, ptr, align));
+    if (!llvm::isa<llvm::AllocaInst>(base)) return void(b_.CreateMaskedStore(value, ptr, align, tail_mask_));
+    // A stack buffer has a vector of slack past its end: the dead lanes
+    // are written back unchanged.
+    b_.CreateAlignedStore(b_.CreateSelect(tail_mask_, value, b_.CreateAlignedLoad(value->getType(), ptr, align)), ptr,
+                          align);
   }
 
   // ---- expressions ----
@@ -508,9 +558,9 @@ class FunctionEmitter {
   }
 
   // Clamps an index into [0, size - span] of its buffer (speculated loads;
-  // span is the vector width of a contiguous load, else 1).
-  Value* clamped(Value* index, const BufferNode* buffer, int64_t span = 1) {
-    Value* last = expr(product(buffer->shape) - span);
+  // span: the lanes a contiguous load needs in the buffer, else 1).
+  Value* clamped(Value* index, const BufferNode* buffer, Value* span = nullptr) {
+    Value* last = b_.CreateSub(expr(product(buffer->shape)), span ? span : b_.getInt64(1));
     if (is_vec(index)) last = splat(last, lanes_);
     Value* zero = llvm::Constant::getNullValue(index->getType());
     Value* low = b_.CreateSelect(b_.CreateICmpSLT(index, zero), zero, index);
@@ -525,9 +575,11 @@ class FunctionEmitter {
       if (lanes_of(n->index) == 1)
         return b_.CreateAlignedLoad(elt, b_.CreateGEP(elt, base, clamped(expr(n->index), n->buffer.get())), align);
       auto* vt = llvm::FixedVectorType::get(elt, lanes_);
-      if (linear_coeff(n->index, vec_var_) == 1)
-        return b_.CreateAlignedLoad(
-            vt, b_.CreateGEP(elt, base, clamped(scalar_expr(n->index), n->buffer.get(), lanes_)), align);
+      if (linear_coeff(n->index, vec_var_) == 1) {
+        // In a masked vector only the live lanes need be in the buffer.
+        Value* span = tail_count_ ? tail_count_ : b_.getInt64(lanes_);
+        return contiguous_load(vt, base, clamped(scalar_expr(n->index), n->buffer.get(), span), tail_mask_);
+      }
       return b_.CreateMaskedGather(vt, b_.CreateGEP(elt, base, clamped(expr(n->index), n->buffer.get())), align,
                                    all_true());
     }
@@ -538,12 +590,21 @@ class FunctionEmitter {
       return b_.CreateMaskedGather(llvm::FixedVectorType::get(elt, lanes_), splat(ptr, lanes_), align, mask_);
     }
     auto* vt = llvm::FixedVectorType::get(elt, lanes_);
-    if (linear_coeff(n->index, vec_var_) == 1) {
-      Value* ptr = b_.CreateGEP(elt, base, scalar_expr(n->index));
-      if (!mask_) return b_.CreateAlignedLoad(vt, ptr, align);
-      return b_.CreateMaskedLoad(vt, ptr, align, mask_);
-    }
-    return b_.CreateMaskedGather(vt, b_.CreateGEP(elt, base, expr(n->index)), align, mask_ ? mask_ : all_true());
+    Value* mask = mask_ && tail_mask_ ? b_.CreateAnd(mask_, tail_mask_) : mask_ ? mask_ : tail_mask_;
+    if (linear_coeff(n->index, vec_var_) == 1)
+      return contiguous_load(vt, base, scalar_expr(n->index), mask);
+    return b_.CreateMaskedGather(vt, b_.CreateGEP(elt, base, expr(n->index)), align, mask ? mask : all_true());
+  }
+
+  // A vector load of consecutive elements from `index` on, under a lane
+  // mask if any. In a stack buffer, a masked vector's dead lanes read its
+  // slack: a plain load.
+  Value* contiguous_load(llvm::FixedVectorType* vt, Value* base, Value* index, Value* mask) {
+    const llvm::Align align(kElementAlign);
+    Type* elt = vt->getElementType();
+    Value* ptr = b_.CreateGEP(elt, base, index);
+    if (!mask || (mask == tail_mask_ && llvm::isa<llvm::AllocaInst>(base))) return b_.CreateAlignedLoad(vt, ptr, align);
+    return b_.CreateMaskedLoad(vt, ptr, align, mask);
   }
 
   llvm::Module& m_;
@@ -557,7 +618,10 @@ class FunctionEmitter {
   bool scalarize_ = false;
   bool in_parallel_ = false;
   bool clamp_loads_ = false;  // inside a speculated select
-  Value* mask_ = nullptr;
+  Value* mask_ = nullptr;       // lanes live under a lane-varying select
+  const bool masked_tails_;     // the target masks vector loads and stores (AVX-512)
+  Value* tail_mask_ = nullptr;  // in a masked vector: its live lanes
+  Value* tail_count_ = nullptr;  // ... and how many
   int task_count_ = 0;
 };
 

@@ -157,7 +157,7 @@ class Lowerer {
     for (size_t d = rank; d-- > R;) {
       const bool vec = d + 1 == rank && W > 1 && !red;
       inner = make_for(node->axes[d], node->shape[d], vec ? ForKind::Vectorized : ForKind::Serial, inner,
-                       vec ? W : 1);
+                       vec ? W : 1, 0, /*masked_remainder=*/true);
     }
     return inner;
   }
@@ -179,30 +179,33 @@ class Lowerer {
       VarMap m{{k.get(), at_k}};
       return make_store(acc, lane, combine(make_load(acc, lane), substitute(source, m)));
     };
+    // Once per row: a partial vector runs masked (ForNode::masked_remainder).
+    auto lanes_loop = [&](const Var& v, const Expr& extent, const Stmt& body) {
+      return W > 1 ? make_for(v, extent, ForKind::Vectorized, body, W, 0, /*masked_remainder=*/true)
+                   : make_for(v, extent, ForKind::Serial, body);
+    };
     Var b("rb"), u("ru"), l("rl"), t("rt");
-    Stmt step = make_for(l, make_int(W), W > 1 ? ForKind::Vectorized : ForKind::Serial,
-                         accumulate(Expr(u) * W + l, (Expr(b) * U + u) * W + l), W > 1 ? W : 1);
+    Stmt step = lanes_loop(l, make_int(W), accumulate(Expr(u) * W + l, (Expr(b) * U + u) * W + l));
     step = make_for(u, make_int(U), U > 1 ? ForKind::Unrolled : ForKind::Serial, step);
     const Expr done = K / lanes * lanes;
-    // The remainder (fewer than U x W elements) into lanes 0, 1, ... in
-    // vectors as wide as it allows.
+    // The remainder (fewer than U x W elements) into lanes 0, 1, ...
     Stmt update = make_seq({make_for(b, K / lanes, ForKind::Serial, step),
-                            make_for(t, K - done, W > 1 ? ForKind::Vectorized : ForKind::Serial,
-                                     accumulate(t, done + t), W > 1 ? W : 1)});
+                            lanes_loop(t, K - done, accumulate(t, done + t))});
     for (size_t a = red.axes.size() - 1; a-- > 0;)
       update = make_for(red.axes[a].var, red.axes[a].extent, ForKind::Serial, update);
-    // Lanes combined in halves (the U vectors first, then within one): a
-    // tree of depth log2(lanes) that maps onto vector operations.
-    std::vector<Expr> partial;
-    for (int i = 0; i < lanes; ++i) partial.push_back(make_load(acc, make_int(i)));
-    while (partial.size() > 1) {
-      const size_t half = partial.size() / 2;
-      std::vector<Expr> next;
-      for (size_t i = 0; i < half; ++i) next.push_back(combine(partial[i], partial[i + half]));
-      if (partial.size() % 2) next.push_back(partial.back());
-      partial = std::move(next);
+    // Lanes combined in place in halves, each halving one vectorized loop
+    // (the U vectors first, then within one vector at narrower widths): a
+    // tree of depth log2(lanes) made of vector operations, not of scalars.
+    std::vector<Stmt> tree;
+    for (int n = lanes; n > 1; n = (n + 1) / 2) {
+      const int half = (n + 1) / 2;
+      Var h("rh");
+      Stmt halving = make_store(acc, h, combine(make_load(acc, h), make_load(acc, Expr(h) + half)));
+      tree.push_back(lanes_loop(h, make_int(n - half), halving));
     }
-    return make_allocate(acc, make_seq({init, update, make_store(out, index, partial[0])}), MemScope::Stack);
+    Stmt combined = make_seq(tree);
+    return make_allocate(acc, make_seq({init, update, combined, make_store(out, index, make_load(acc, make_int(0)))}),
+                         MemScope::Stack);
   }
 
   static constexpr int64_t kStackRowBytes = 16 << 10;
