@@ -82,6 +82,23 @@ class FunctionEmitter {
   Value* all_true() { return llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)); }
   Function* intrinsic(llvm::Intrinsic::ID id, Type* t) { return llvm::Intrinsic::getDeclaration(&m_, id, {t}); }
 
+  // A loop variable bound for a scope: what it shadowed is restored after.
+  class ScopedVar {
+   public:
+    ScopedVar(std::unordered_map<const ExprNode*, Value*>& vars, const ExprNode* var)
+        : vars_(vars), var_(var), saved_(vars.count(var) ? vars.at(var) : nullptr) {}
+    ScopedVar(const ScopedVar&) = delete;
+    ScopedVar& operator=(const ScopedVar&) = delete;
+    ~ScopedVar() {
+      if (saved_) vars_[var_] = saved_; else vars_.erase(var_);
+    }
+
+   private:
+    std::unordered_map<const ExprNode*, Value*>& vars_;
+    const ExprNode* var_;
+    Value* saved_;
+  };
+
   // ---- statements ----
   void stmt(const Stmt& s) {
     if (auto* f = s->as<ForNode>()) return loop(f);
@@ -118,12 +135,11 @@ class FunctionEmitter {
   void unrolled_loop(const ForNode* f) {
     const int64_t n = *f->extent.as_const_int();
     const ExprNode* var = f->var.get();
-    Value* saved = vars_.count(var) ? vars_[var] : nullptr;
+    const ScopedVar scoped(vars_, var);
     for (int64_t i = 0; i < n; ++i) {
       vars_[var] = b_.getInt64(i);
       stmt(f->body);
     }
-    if (saved) vars_[var] = saved; else vars_.erase(var);
   }
 
   // for (var = begin; var < end; var += step) body()
@@ -140,7 +156,7 @@ class FunctionEmitter {
     iv->addIncoming(begin, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(iv, end), inside, exit);
     b_.SetInsertPoint(inside);
-    Value* saved = vars_.count(var) ? vars_[var] : nullptr;
+    const ScopedVar scoped(vars_, var);
     vars_[var] = iv;
     body();
     Value* next = b_.CreateAdd(iv, b_.getInt64(step), "", /*HasNUW=*/false, /*HasNSW=*/true);
@@ -157,7 +173,6 @@ class FunctionEmitter {
       back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
     }
     b_.SetInsertPoint(exit);
-    if (saved) vars_[var] = saved; else vars_.erase(var);
   }
 
   void loop(const ForNode* f) {
@@ -219,7 +234,7 @@ class FunctionEmitter {
       return masked_vector(f, first, b_.getInt64(n), w);
     }
     const ExprNode* var = f->var.get();
-    Value* saved = vars_.count(var) ? vars_[var] : nullptr;
+    const ScopedVar scoped(vars_, var);
     int64_t begin = 0;
     for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes); w /= 2) {
       if (n - begin < w) continue;
@@ -235,14 +250,13 @@ class FunctionEmitter {
       vars_[var] = b_.CreateAdd(first, b_.getInt64(begin));
       stmt(f->body);
     }
-    if (saved) vars_[var] = saved; else vars_.erase(var);
   }
 
   // The body once as a vector of w lanes from `first` on, of which the
   // first `count` (1 <= count <= w) are live: memory operations masked.
   void masked_vector(const ForNode* f, Value* first, Value* count, int w) {
     const ExprNode* var = f->var.get();
-    Value* saved = vars_.count(var) ? vars_[var] : nullptr;
+    const ScopedVar scoped(vars_, var);
     vars_[var] = first;
     vec_var_ = var;
     lanes_ = w;
@@ -252,7 +266,6 @@ class FunctionEmitter {
     tail_mask_ = tail_count_ = nullptr;
     lanes_ = 1;
     vec_var_ = nullptr;
-    if (saved) vars_[var] = saved; else vars_.erase(var);
   }
 
   void parallel_loop(const ForNode* f, Value* extent) {

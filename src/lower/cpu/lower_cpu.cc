@@ -157,7 +157,7 @@ class Lowerer {
     for (size_t d = rank; d-- > R;) {
       const bool vec = d + 1 == rank && W > 1 && !red;
       inner = make_for(node->axes[d], node->shape[d], vec ? ForKind::Vectorized : ForKind::Serial, inner,
-                       vec ? W : 1, 0, /*masked_remainder=*/true);
+                       vec ? W : 1, 0, /*masked_remainder=*/vec);
     }
     return inner;
   }
@@ -203,9 +203,8 @@ class Lowerer {
       Stmt halving = make_store(acc, h, combine(make_load(acc, h), make_load(acc, Expr(h) + half)));
       tree.push_back(lanes_loop(h, make_int(n - half), halving));
     }
-    Stmt combined = make_seq(tree);
-    return make_allocate(acc, make_seq({init, update, combined, make_store(out, index, make_load(acc, make_int(0)))}),
-                         MemScope::Stack);
+    Stmt result = make_store(out, index, make_load(acc, make_int(0)));
+    return make_allocate(acc, make_seq({init, update, make_seq(tree), result}), MemScope::Stack);
   }
 
   static constexpr int64_t kStackRowBytes = 16 << 10;
