@@ -5,15 +5,26 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
+#include <tuple>
 #include <unordered_map>
+
+#include "loom/error.h"
 
 namespace loom {
 
 namespace {
 
+// A vertex keeps its state only once the walk stands on it (or it is
+// emitted): most vertices are steps weighed from an expanded state and never
+// taken, and keep only how to rebuild them (the step from their first
+// parent), so construction touches a fraction of the memory (fresh pages
+// cost microseconds each).
 struct VertexData {
-  State state;
+  State state;  // null until needed
+  size_t parent = 0;
+  Step step{StepKind::TileGrow};
   Estimate estimate;
   bool expanded = false;
 };
@@ -33,7 +44,7 @@ class Traversal {
       : anchor_(anchor), target_(target), options_(options), rng_(options.seed) {}
 
   TraversalResult run(const std::vector<State>& seeds) {
-    for (const State& s : seeds) seeds_.push_back(vertex_for(s));
+    for (const State& s : seeds) seeds_.push_back(vertex_for(s, std::nullopt));
     Vertex current = seeds_.front();
     int taken = 0;
     std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -69,7 +80,7 @@ class Traversal {
     std::vector<bool> chosen(all.size(), false);
     for (int pass = 0; pass < 2; ++pass)
       for (size_t i = 0; i < all.size() && int(result.top.size()) < options_.top_k; ++i) {
-        const StateData& st = *graph_[all[i]].state;
+        const StateData& st = *state_of(all[i]);
         std::vector<int64_t> shape = st.tile.row(st.reg_level());
         shape.push_back(st.vec_axis);
         if (chosen[i] || (pass == 0 && per_shape[shape]++ >= 2)) continue;
@@ -83,28 +94,44 @@ class Traversal {
   }
 
  private:
-  Vertex vertex_for(const State& s) {
+  // The vertex of `s`, added (and weighed) when new; `from` is how it was
+  // reached (the parent and step), none for a seed, whose state is kept.
+  Vertex vertex_for(const State& s, std::optional<std::pair<Vertex, Step>> from) {
     const size_t hash = s->hash();
     for (auto [it, end] = index_.equal_range(hash); it != end; ++it)
-      if (*graph_[it->second].state == *s) return it->second;
+      if (*state_of(it->second) == *s) return it->second;
     Vertex v = boost::add_vertex(graph_);
-    graph_[v].state = s;
-    graph_[v].estimate = estimate(anchor_, *s, target_, options_.threads);
+    VertexData& d = graph_[v];
+    if (from) std::tie(d.parent, d.step) = *from;
+    else d.state = s;
+    d.estimate = estimate(anchor_, *s, target_, options_.threads);
     index_.emplace(hash, v);
     return v;
+  }
+
+  // The state of `v`, rebuilt from its parent's (always kept: it was
+  // expanded) the first time it is needed.
+  const State& state_of(Vertex v) {
+    VertexData& d = graph_[v];
+    if (!d.state) {
+      StepResult r = apply_step(*state_of(d.parent), d.step, anchor_, target_);
+      LOOM_INTERNAL_CHECK(r, "a step legal when weighed failed when replayed: ", r.why());
+      d.state = r.state;
+    }
+    return d.state;
   }
 
   void expand(Vertex v) {
     if (graph_[v].expanded) return;
     graph_[v].expanded = true;
-    const State from = graph_[v].state;
+    const State from = state_of(v);
     std::vector<std::pair<Vertex, Step>> next;
     for (const Step& step : candidate_steps(*from, anchor_, target_)) {
       // On one thread the parallel tiles change nothing.
       const bool parallel_tile = (step.kind == StepKind::TileGrow || step.kind == StepKind::TileShrink) && step.a == 0;
       if (parallel_tile && options_.threads == 1) continue;
       StepResult r = apply_step(*from, step, anchor_, target_);
-      if (r) next.emplace_back(vertex_for(r.state), step);  // illegal steps: a cheap, expected outcome
+      if (r) next.emplace_back(vertex_for(r.state, std::make_pair(v, step)), step);  // illegal: cheap, expected
     }
     if (next.empty()) return;
     const Estimate& o = graph_[v].estimate;
