@@ -27,7 +27,8 @@ bool is_output(const Operator& op, const te::Tensor& t) {
   return false;
 }
 
-// The widest power-of-two vector no longer than the axis, when it is known.
+}  // namespace
+
 int vector_width_for(const Expr& extent, int lanes) {
   auto n = extent.as_const_int();
   if (!n || *n >= lanes) return lanes;
@@ -35,8 +36,6 @@ int vector_width_for(const Expr& extent, int lanes) {
   while (w * 2 <= *n) w *= 2;
   return w >= 4 ? w : 1;
 }
-
-}  // namespace
 
 std::vector<te::Tensor> compute_stages(const Operator& op) {
   std::unordered_set<const TensorNode*> seen;
@@ -120,6 +119,8 @@ Schedule schedule_with_state(const Task& task, const State& state) {
     }
     if (!by_rows && state->fuse && anchor.consumer.defined() && s.tensor.get() == anchor.consumer.get())
       s.fused = true;
+    for (size_t i = 0; i < anchor.accesses.size(); ++i)
+      if (state->materialized(i) && s.tensor.get() == anchor.accesses[i].tensor.get()) s.inlined = false;
   }
   for (int a = 0; by_rows && a < sched.row_axes && a < state->num_axes; ++a) sched.rows_per_task *= state->tile[0][a];
   return sched;

@@ -50,6 +50,11 @@ struct Schedule {
   std::string str() const;
 };
 
+// The vector width an element-wise stage runs at along its innermost axis
+// of `extent`: the target's lanes, or the largest power of two >= 4 a short
+// axis fills, else scalar.
+int vector_width_for(const Expr& extent, int lanes);
+
 // Every compute tensor reachable from the outputs, producers first.
 std::vector<te::Tensor> compute_stages(const Operator& op);
 

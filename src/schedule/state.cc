@@ -25,7 +25,8 @@ std::vector<Step> StateData::history() const {
 
 bool StateData::operator==(const StateData& o) const {
   return target == o.target && tile == o.tile && order == o.order && vec_axis == o.vec_axis &&
-         vec_width == o.vec_width && unroll == o.unroll && pack == o.pack && fuse == o.fuse;
+         vec_width == o.vec_width && unroll == o.unroll && pack == o.pack && fuse == o.fuse &&
+         materialize == o.materialize;
 }
 
 size_t StateData::hash() const {
@@ -36,6 +37,7 @@ size_t StateData::hash() const {
   hash_combine(h, size_t(unroll));
   for (int p : pack) hash_combine(h, size_t(p + 2));
   hash_combine(h, fuse);
+  hash_combine(h, materialize);
   return h;
 }
 
@@ -53,6 +55,8 @@ std::string StateData::str() const {
   if (unroll > 1) os << " unroll " << unroll;
   for (size_t i = 0; i < pack.size(); ++i)
     if (pack[i] >= 0) os << " pack#" << i << "@L" << pack_level(pack[i]) << "." << pack_position(pack[i]);
+  for (size_t i = 0; i < pack.size(); ++i)
+    if (materialized(i)) os << " materialize#" << i;
   if (fuse) os << " fused";
   return os.str();
 }
@@ -132,7 +136,7 @@ std::vector<Step> parse_steps(const std::string& text) {
     LOOM_USER_CHECK(parsed && rest.empty(), "schedule record line ", line_no, ": '", line,
                     "' is not '<step> <int> <int>'");
     bool known = false;
-    for (int k = 0; k <= int(StepKind::VThread); ++k)
+    for (int k = 0; k <= int(StepKind::Materialize); ++k)
       if (name == step_name(StepKind(k))) {
         step.kind = StepKind(k);
         known = true;

@@ -127,6 +127,15 @@ Reason fuse(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec
   return {};
 }
 
+Reason materialize(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
+  if (target.kind != TargetKind::Cpu) return {"materializing a producer is a CPU primitive"};
+  if (st.a < 0 || st.a >= int(anchor.accesses.size()) || st.a >= 32) return {"no such access"};
+  if (!anchor.accesses[size_t(st.a)].guarded) return {"the input reads no guarded producer"};
+  const uint32_t bit = 1u << st.a;
+  s.materialize = st.b ? s.materialize | bit : s.materialize & ~bit;
+  return {};
+}
+
 Reason vthread(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
   if (target.kind != TargetKind::Gpu) return {"virtual threads are a GPU primitive"};
   Step as_tile{st.b > 1 ? StepKind::TileGrow : StepKind::TileShrink, 1, st.a};
@@ -144,6 +153,7 @@ const StepDef kSteps[] = {
     {StepKind::Reorder, "reorder", reorder},   {StepKind::Vectorize, "vectorize", vectorize},
     {StepKind::Unroll, "unroll", unroll},      {StepKind::Pack, "pack", pack},
     {StepKind::Fuse, "fuse", fuse},            {StepKind::VThread, "vthread", vthread},
+    {StepKind::Materialize, "materialize", materialize},
 };
 
 const StepDef& def(StepKind k) { return kSteps[int(k)]; }
@@ -315,6 +325,8 @@ std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, 
       if (s.pack[i] > first) steps.push_back({StepKind::Pack, i, s.pack[i] - 1});
       if (s.pack[i] < last) steps.push_back({StepKind::Pack, i, s.pack[i] + 1});
     }
+    for (int i = 0; i < int(anchor.accesses.size()); ++i)
+      if (anchor.accesses[size_t(i)].guarded) steps.push_back({StepKind::Materialize, i, s.materialized(size_t(i)) ? 0 : 1});
   } else {
     for (int a = 0; a < s.num_spatial; ++a) {
       steps.push_back({StepKind::VThread, a, 2});

@@ -28,6 +28,11 @@ enum class StepKind {
   Pack,        // (access, point): pack an input at a pack point; -1 unpacks
   Fuse,        // (on): fuse the element-wise consumer into the write-back
   VThread,     // GPU (axis, factor): virtual threads along an axis
+  // CPU (access, on): compute the producer an input reads through a guard
+  // (a padded input) into a buffer of its own before the nest, which then
+  // reads it unguarded: one pass over the input instead of a test per read
+  // (or per packed element, repeated KH x KW times by a window's packing).
+  Materialize,
 };
 
 struct Step {

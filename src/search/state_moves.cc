@@ -52,6 +52,7 @@ State crossover(const Task& task, const StateData& a, const StateData& b, Rng& r
   child.unroll = (coin(rng) ? a : b).unroll;
   child.pack = (coin(rng) ? a : b).pack;
   child.fuse = (coin(rng) ? a : b).fuse;
+  child.materialize = (coin(rng) ? a : b).materialize;
   if (child == a || child == b || legality(child, *task.anchor, task.target)) return nullptr;
   return state_with_path(*task.anchor, task.target, child);
 }
