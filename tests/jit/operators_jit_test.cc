@@ -1,6 +1,10 @@
 // Every operator's generated CPU kernel against the reference executor, at
 // awkward sizes (1, primes, non-multiples of the vector width), on one and
 // on two threads, and for several target specs (vector widths).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "test_util.h"
 
 namespace loom {
@@ -146,6 +150,49 @@ TEST(Codegen, LaneVaryingGuardedReads) {
   op.outputs = {Y};
   op.flops = Expr(1);
   EXPECT_TRUE(test::compile_and_check(op).ok);
+}
+
+
+// exp over its whole float range, in full vectors and a remainder, on the
+// host's vector width and on AVX2's (another exp lowering where the host has
+// AVX-512): within a few ulp where the result is a normal float, 0 or a
+// denormal below, +inf above, NaN for NaN.
+TEST(Codegen, ExpOverItsWholeRange) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {-inf, -1e30f, -200, -104, -100, -90, -87.5f, -87, -50, -10.5f, -1, -1e-8f, 0, 1e-8f,
+                           0.3465f, 0.35f, 1, 10, 50, 87, 88, 88.3f, 88.8f, 89, 100, 1e30f, inf,
+                           std::numeric_limits<float>::quiet_NaN()};
+  for (float x = -87; x < 88; x += 0.37f) xs.push_back(x);
+  const int64_t n = int64_t(xs.size());
+  auto X = te::placeholder({2, n}, "X");
+  auto Y = te::compute({2, n}, [&](const std::vector<Var>& a) { return exp(X(a[0], a[1])); }, "Y");
+  Operator op;
+  op.name = "exp";
+  op.inputs = {X};
+  op.outputs = {Y};
+  op.flops = Expr(2 * n);
+  Buffer in = Buffer::allocate({2, n});
+  std::copy(xs.begin(), xs.end(), in.as<float>());
+  std::copy(xs.begin(), xs.end(), in.as<float>() + n);
+  for (const std::string spec : {std::string("host"), std::string("haswell_avx2")}) {
+    CompileOptions options;
+    options.strategy = "default";
+    options.target = spec == "host" ? detect_host_cpu() : load_hwspec(spec);
+    Buffer out = Buffer::allocate({2, n});
+    Kernel k = compile(op, options);
+    k.run({in}, {out});
+    const auto& isa = options.target.cpu.isa;
+    if (std::find(isa.begin(), isa.end(), "avx512f") != isa.end())
+      EXPECT_NE(k.llvm_ir().find("scalef"), std::string::npos) << "16-lane exp by vscalefps";
+    for (int64_t i = 0; i < 2 * n; ++i) {
+      const float x = xs[size_t(i % n)], y = out.as<float>()[i], want = std::exp(x);
+      if (std::isnan(x)) EXPECT_TRUE(std::isnan(y)) << spec;
+      else if (want < std::numeric_limits<float>::min()) EXPECT_LE(y, 1.2e-38f) << spec << " exp(" << x << ")";
+      // AVX2's exp saturates from 88.3 (2^n from exponent bits stops at 2^127).
+      else if (std::isinf(want) || (spec != "host" && x > 88.3f)) EXPECT_TRUE(std::isinf(y) || y > 2e38f) << spec << " exp(" << x << ") = " << y;
+      else EXPECT_NEAR(y / want, 1.0f, 1e-6f) << spec << " exp(" << x << ") = " << y << ", want " << want;
+    }
+  }
 }
 
 }  // namespace

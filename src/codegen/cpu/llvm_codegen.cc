@@ -31,7 +31,7 @@ class FunctionEmitter {
  public:
   FunctionEmitter(llvm::Module& m, const CpuSpec& cpu)
       : m_(m), ctx_(m.getContext()), b_(ctx_), cpu_(cpu),
-        masked_tails_(std::find(cpu.isa.begin(), cpu.isa.end(), "avx512f") != cpu.isa.end()) {
+        avx512_(std::find(cpu.isa.begin(), cpu.isa.end(), "avx512f") != cpu.isa.end()) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     fmf.setAllowReassoc(true);
@@ -193,7 +193,7 @@ class FunctionEmitter {
       return short_vector(f, b_.getInt64(0), c->getSExtValue());
     Value* begin = b_.getInt64(0);
     vec_var_ = f->var.get();
-    const bool masked = masked_tails_ && f->masked_remainder;
+    const bool masked = avx512_ && f->masked_remainder;
     for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes) && (w == f->lanes || !masked); w /= 2) {
       Value* end = b_.CreateSub(extent, b_.CreateSRem(b_.CreateSub(extent, begin), b_.getInt64(w)));
       lanes_ = w;
@@ -228,7 +228,7 @@ class FunctionEmitter {
   void short_vector(const ForNode* f, Value* first, int64_t n) {
     if (n <= 0) return;
     const bool one_width = (n & (n - 1)) == 0 && n > 1 && remainder_width(int(n), f->lanes);
-    if (masked_tails_ && f->masked_remainder && n > 1 && !one_width) {
+    if (avx512_ && f->masked_remainder && n > 1 && !one_width) {
       int w = 4;
       while (w < n) w *= 2;
       return masked_vector(f, first, b_.getInt64(n), w);
@@ -462,7 +462,7 @@ class FunctionEmitter {
     switch (n->op) {
       case UnaryOp::Neg: return n->dtype.is_float() ? b_.CreateFNeg(x) : b_.CreateNeg(x);
       case UnaryOp::Not: return b_.CreateNot(x);
-      case UnaryOp::Exp: return emit_exp(b_, m_, x);
+      case UnaryOp::Exp: return emit_exp(b_, m_, x, avx512_);
       case UnaryOp::Log: return b_.CreateCall(intrinsic(llvm::Intrinsic::log, t), {x});
       case UnaryOp::Sqrt: return b_.CreateCall(intrinsic(llvm::Intrinsic::sqrt, t), {x});
       case UnaryOp::Rsqrt:
@@ -470,8 +470,8 @@ class FunctionEmitter {
       case UnaryOp::Abs:
         if (n->dtype.is_float()) return b_.CreateCall(intrinsic(llvm::Intrinsic::fabs, t), {x});
         return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::Constant::getNullValue(t)), b_.CreateNeg(x), x);
-      case UnaryOp::Tanh: return emit_tanh(b_, m_, x);
-      case UnaryOp::Erf: return emit_erf(b_, m_, x);
+      case UnaryOp::Tanh: return emit_tanh(b_, m_, x, avx512_);
+      case UnaryOp::Erf: return emit_erf(b_, m_, x, avx512_);
     }
     throw InternalError("codegen: bad unary op");
   }
@@ -632,7 +632,7 @@ class FunctionEmitter {
   bool in_parallel_ = false;
   bool clamp_loads_ = false;  // inside a speculated select
   Value* mask_ = nullptr;       // lanes live under a lane-varying select
-  const bool masked_tails_;     // the target masks vector loads and stores (AVX-512)
+  const bool avx512_;           // the target has AVX-512: masked vector loads and stores, vscalefps
   Value* tail_mask_ = nullptr;  // in a masked vector: its live lanes
   Value* tail_count_ = nullptr;  // ... and how many
   int task_count_ = 0;

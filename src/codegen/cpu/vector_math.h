@@ -5,14 +5,17 @@
 // of the kernel. Accuracy (float32): exp within 2 ulp over [-87, 88], erf
 // within 1.5e-7 absolute (Abramowitz & Stegun 7.1.26), tanh within 1e-7
 // absolute via exp. Inputs outside exp's range saturate to 0 or +inf.
+// `avx512`: the target has AVX-512, whose vscalefps computes p * 2^n with
+// the range handled (0, denormals, +inf), so a 16-lane exp skips building
+// 2^n from exponent bits and the saturating selects.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
 
 namespace loom::codegen {
 
-llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x);
-llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x);
-llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x);
+llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512);
+llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512);
+llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512);
 
 }  // namespace loom::codegen
