@@ -54,6 +54,12 @@ double fill_bandwidth(const StateData& s, const HwSpec& hw, int level, bool scat
   return scattered ? scattered_bandwidth(hw.cpu, from) : read_bandwidth(hw.cpu, from);
 }
 
+// Bytes of a cache one core's working set can count on: its share of a
+// shared cache, less a quarter for everything else passing through.
+double usable_capacity(const CacheLevel& c) {
+  return double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75;
+}
+
 // The part of a read in runs of `bytes` that prefetchers do not cover.
 double demand_share(double bytes) { return std::min(1.0, kPrefetchLeadBytes / std::min(bytes, kPageBytes)); }
 
@@ -332,7 +338,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   for (size_t level = 0; level < cpu.caches.size() && level < est.level_s.size(); ++level) {
     const CacheLevel& c = cpu.caches[level];
     const double bandwidth = read_bandwidth(cpu, level + 1);  // filled from the next level out
-    const double capacity = double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75;
+    const double capacity = usable_capacity(c);
     // Kernels run repeatedly: a problem that fits in a cache stays there.
     if (grains.back().footprint <= capacity) {
       est.level_s[est.caches++] = 0;
@@ -373,15 +379,17 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // A materialized producer is computed once over the region the nest
   // reads, by its own element-wise loop: a vector (or, along a short
   // innermost axis, an element) per iteration, each with its index
-  // arithmetic, the guard, a load and a store; then read back from the next
-  // cache out.
+  // arithmetic, the guard, a load and a store. Its source is read and its
+  // buffer written at the bandwidth of the level both fit in (L2 at best).
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     if (!s.materialized(i)) continue;
     const Access& x = an.accesses[i];
-    const double elems = x.data_tile(full.data());
+    const double elems = x.data_tile(full.data()), bytes = 8 * elems;
     const int width = x.tensor.shape().empty() ? 1 : vector_width_for(x.tensor.shape().back(), lanes);
+    size_t level = 1;
+    while (level < cpu.caches.size() && bytes > usable_capacity(cpu.caches[level])) ++level;
     constexpr double kCyclesPerIteration = 8;
-    est.pack_s += kCyclesPerIteration * elems / width / freq + 8 * elems / read_bandwidth(cpu, 1);
+    est.pack_s += kCyclesPerIteration * elems / width / freq + bytes / read_bandwidth(cpu, level);
   }
 
   // --- penalties ---
