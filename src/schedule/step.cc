@@ -326,7 +326,8 @@ std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, 
       if (s.pack[i] < last) steps.push_back({StepKind::Pack, i, s.pack[i] + 1});
     }
     for (int i = 0; i < int(anchor.accesses.size()); ++i)
-      if (anchor.accesses[size_t(i)].guarded) steps.push_back({StepKind::Materialize, i, s.materialized(size_t(i)) ? 0 : 1});
+      if (anchor.accesses[size_t(i)].guarded)
+        steps.push_back({StepKind::Materialize, i, s.materialized(size_t(i)) ? 0 : 1});
   } else {
     for (int a = 0; a < s.num_spatial; ++a) {
       steps.push_back({StepKind::VThread, a, 2});

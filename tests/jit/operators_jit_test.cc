@@ -189,7 +189,8 @@ TEST(Codegen, ExpOverItsWholeRange) {
       if (std::isnan(x)) EXPECT_TRUE(std::isnan(y)) << spec;
       else if (want < std::numeric_limits<float>::min()) EXPECT_LE(y, 1.2e-38f) << spec << " exp(" << x << ")";
       // AVX2's exp saturates from 88.3 (2^n from exponent bits stops at 2^127).
-      else if (std::isinf(want) || (spec != "host" && x > 88.3f)) EXPECT_TRUE(std::isinf(y) || y > 2e38f) << spec << " exp(" << x << ") = " << y;
+      else if (std::isinf(want) || (spec != "host" && x > 88.3f))
+        EXPECT_TRUE(std::isinf(y) || y > 2e38f) << spec << " exp(" << x << ") = " << y;
       else EXPECT_NEAR(y / want, 1.0f, 1e-6f) << spec << " exp(" << x << ") = " << y << ", want " << want;
     }
   }

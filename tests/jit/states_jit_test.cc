@@ -184,11 +184,14 @@ TEST(StateDynamicShapes, TiledKernelServesEverySize) {
 // reference. A step on an input read without a guard is a cheap failure.
 TEST(States, MaterializedPaddingIsReadWithoutGuards) {
   const std::vector<Case> padded = {
-      {"conv2d", {{"N", "1"}, {"H", "9"}, {"W", "10"}, {"CI", "5"}, {"CO", "19"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
+      {"conv2d", {{"N", "1"}, {"H", "9"}, {"W", "10"}, {"CI", "5"}, {"CO", "19"}, {"KH", "3"}, {"KW", "3"},
+                  {"pad", "1"}}},
       {"conv2d", {{"N", "1"}, {"H", "13"}, {"W", "11"}, {"CI", "3"}, {"CO", "17"}, {"KH", "7"}, {"KW", "7"},
                   {"stride", "2"}, {"pad", "3"}}},
-      {"depthwise_conv2d", {{"N", "1"}, {"H", "11"}, {"W", "9"}, {"C", "21"}, {"KH", "5"}, {"KW", "5"}, {"stride", "2"}, {"pad", "2"}}},
-      {"pool2d", {{"N", "1"}, {"H", "12"}, {"W", "11"}, {"C", "18"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"}, {"pad", "1"}}},
+      {"depthwise_conv2d", {{"N", "1"}, {"H", "11"}, {"W", "9"}, {"C", "21"}, {"KH", "5"}, {"KW", "5"},
+                            {"stride", "2"}, {"pad", "2"}}},
+      {"pool2d", {{"N", "1"}, {"H", "12"}, {"W", "11"}, {"C", "18"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"},
+                  {"pad", "1"}}},
   };
   HwSpec hw = detect_host_cpu();
   for (const Case& c : padded) {
@@ -203,8 +206,9 @@ TEST(States, MaterializedPaddingIsReadWithoutGuards) {
     for (const RankedState& ranked : traverse_state_graph(anchor, hw, seed_states(anchor, hw), t).top)
       for (size_t i = 0; i < anchor.accesses.size(); ++i) {
         if (!anchor.accesses[i].guarded) continue;
+        const Step on{StepKind::Materialize, int(i), 1};
         StepResult r = ranked.state->materialized(i) ? StepResult{ranked.state, {}}
-                                                     : apply_step(*ranked.state, {StepKind::Materialize, int(i), 1}, anchor, hw);
+                                                     : apply_step(*ranked.state, on, anchor, hw);
         ASSERT_TRUE(r) << c.op << ": " << r.why();
         ++materialized;
         Kernel k = compile_schedule(op, schedule_with_state(task, r.state), hw, 1);
@@ -215,7 +219,8 @@ TEST(States, MaterializedPaddingIsReadWithoutGuards) {
         std::istringstream ir(k.report().loop_ir);
         for (std::string line; std::getline(ir, line);)
           if (line.find("select(") != std::string::npos && line.find(">=") != std::string::npos)
-            EXPECT_EQ(line.find_first_not_of(' '), line.find(stage + "[")) << c.op << " " << r.state->str() << ": " << line;
+            EXPECT_EQ(line.find_first_not_of(' '), line.find(stage + "["))
+                << c.op << " " << r.state->str() << ": " << line;
         // Undone, it reads through the guard again.
         StepResult back = apply_step(*r.state, {StepKind::Materialize, int(i), 0}, anchor, hw);
         ASSERT_TRUE(back);
