@@ -225,8 +225,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     points *= double(full[a]);
   }
   const double flops = (an.is_reduction ? 2.0 : 1.0) * points;
-  // Whether access i reads through a guard (a materialized producer is read plainly).
-  auto guarded = [&](size_t i) { return an.accesses[i].guarded && !s.materialized(i); };
 
   // --- compute ---
   const int W = s.vec_axis >= 0 ? s.vec_width : 1;
@@ -374,7 +372,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const double bytes = 4 * region * count, demand = demand_share(run_bytes);
     est.pack_s += bytes * (2 - demand) / fill_bandwidth(s, hw, level) +
                   bytes * demand / fill_bandwidth(s, hw, level, true) +
-                  region * count / ((guarded(i) ? 1 : 4) * freq);
+                  region * count / ((s.reads_through_guard(an, i) ? 1 : 4) * freq);
   }
   // A materialized producer is computed once over the region the nest
   // reads, by its own element-wise loop: a vector (or, along a short
@@ -408,7 +406,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // that reach the border: interior tiles run with the guards proven away
   // (vectorized reductions excepted).
   for (size_t i = 0; i < an.accesses.size(); ++i) {
-    if (!guarded(i) || s.pack[i] >= 0) continue;
+    if (!s.reads_through_guard(an, i) || s.pack[i] >= 0) continue;
     // Only windowed axes (a spatial axis sharing an index with a reduction
     // axis, like oh*stride + rh) can reach the padding.
     double interior = s.vec_axis < an.num_spatial ? 1 : 0;

@@ -79,12 +79,12 @@ State state_with_path(const AnchorInfo& anchor, const HwSpec& target, const Stat
                                                     : move_cpu_tiles(s, goal, anchor, target);
   if (!tiles) return nullptr;
   if (goal.unroll != s->unroll && !apply(s, {StepKind::Unroll, goal.unroll, 0}, anchor, target)) return nullptr;
-  for (size_t i = 0; i < goal.pack.size(); ++i)
+  for (size_t i = 0; i < goal.pack.size(); ++i) {
     if (goal.pack[i] != s->pack[i] && !apply(s, {StepKind::Pack, int(i), goal.pack[i]}, anchor, target)) return nullptr;
-  for (size_t i = 0; i < goal.pack.size(); ++i)
     if (goal.materialized(i) != s->materialized(i) &&
         !apply(s, {StepKind::Materialize, int(i), goal.materialized(i) ? 1 : 0}, anchor, target))
       return nullptr;
+  }
   if (goal.fuse != s->fuse && !apply(s, {StepKind::Fuse, goal.fuse ? 1 : 0, 0}, anchor, target)) return nullptr;
   return *s == goal ? s : nullptr;
 }

@@ -29,6 +29,10 @@ bool StateData::operator==(const StateData& o) const {
          materialize == o.materialize;
 }
 
+bool StateData::reads_through_guard(const AnchorInfo& anchor, size_t access) const {
+  return anchor.accesses[access].guarded && !materialized(access);
+}
+
 size_t StateData::hash() const {
   size_t h = size_t(target);
   for (int64_t t : tile.flat()) hash_combine(h, std::hash<int64_t>()(t));

@@ -115,6 +115,7 @@ struct StateData {
   int unroll = 1;                          // unroll of the innermost reduction loop
   boost::container::small_vector<int, 4> pack;  // per access: pack point, or -1
   bool fuse = false;                       // consumer computed in the write-back
+  static constexpr int kMaxMaterialized = 32;  // accesses `materialize` has a bit for
   uint32_t materialize = 0;                // per access, a bit: its guarded producer is materialized
   std::shared_ptr<const StepTrail> trail;  // how this state was reached (not identity)
 
@@ -123,7 +124,10 @@ struct StateData {
   int pack_level(int point) const { return point / (num_axes + 1); }
   int pack_position(int point) const { return point % (num_axes + 1); }
   int make_pack_point(int level, int position) const { return level * (num_axes + 1) + position; }
-  bool materialized(size_t access) const { return access < 32 && (materialize >> access & 1u); }
+  bool materialized(size_t access) const { return access < kMaxMaterialized && (materialize >> access & 1u); }
+  // Whether the anchor's access reads through a guard (a padded input) in
+  // this state: guarded, and its producer not materialized.
+  bool reads_through_guard(const AnchorInfo& anchor, size_t access) const;
   // The steps from the initial state, oldest first.
   std::vector<Step> history() const;
 

@@ -129,7 +129,7 @@ Reason fuse(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec
 
 Reason materialize(StateData& s, const Step& st, const AnchorInfo& anchor, const HwSpec& target) {
   if (target.kind != TargetKind::Cpu) return {"materializing a producer is a CPU primitive"};
-  if (st.a < 0 || st.a >= int(anchor.accesses.size()) || st.a >= 32) return {"no such access"};
+  if (st.a < 0 || st.a >= int(anchor.accesses.size()) || st.a >= StateData::kMaxMaterialized) return {"no such access"};
   if (!anchor.accesses[size_t(st.a)].guarded) return {"the input reads no guarded producer"};
   const uint32_t bit = 1u << st.a;
   s.materialize = st.b ? s.materialize | bit : s.materialize & ~bit;

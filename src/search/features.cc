@@ -95,7 +95,7 @@ void write_features(const Task& task, const StateData& s, FeatureWriter& w) {
     w.raw(present ? 1 : 0);
     w.add(double(stride));
     w.add(reuse);
-    w.raw(acc && acc->guarded && !s.materialized(size_t(i)) ? 1 : 0);
+    w.raw(acc && s.reads_through_guard(anchor, size_t(i)) ? 1 : 0);
     w.raw(present && s.pack[i] >= 0 ? 1 : 0);
     w.raw(present && s.pack[i] >= 0 ? s.reg_level() - s.pack_level(s.pack[i]) : 0);
   }

@@ -447,7 +447,7 @@ class TiledNest {
 
   bool has_guards() const {
     for (size_t i = 0; i < an_.accesses.size(); ++i)
-      if (an_.accesses[i].guarded && !packed_[i].buffer && !s_.materialized(i)) return true;
+      if (s_.reads_through_guard(an_, i) && !packed_[i].buffer) return true;
     return false;
   }
 
