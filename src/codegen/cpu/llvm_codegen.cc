@@ -25,13 +25,20 @@ using llvm::Value;
 
 constexpr unsigned kElementAlign = 4;
 
+// Whether code for `cpu` may use `feature`: the spec lists it and this
+// host, which runs the JIT's code, has it (target_features()).
+bool target_has(const CpuSpec& cpu, const std::string& feature) {
+  const std::string features = "," + target_features(cpu) + ",";
+  return features.find(",+" + feature + ",") != std::string::npos;
+}
+
 // Emits statements and expressions into one function at a time. Outlining a
 // parallel loop starts a fresh FunctionEmitter for the task body.
 class FunctionEmitter {
  public:
   FunctionEmitter(llvm::Module& m, const CpuSpec& cpu)
       : m_(m), ctx_(m.getContext()), b_(ctx_), cpu_(cpu),
-        avx512_(std::find(cpu.isa.begin(), cpu.isa.end(), "avx512f") != cpu.isa.end()) {
+        avx512_(target_has(cpu, "avx512f")) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     fmf.setAllowReassoc(true);
