@@ -27,9 +27,12 @@ constexpr unsigned kElementAlign = 4;
 
 // Whether code for `cpu` may use `feature`: the spec lists it and this
 // host, which runs the JIT's code, has it (target_features()).
-bool target_has(const CpuSpec& cpu, const std::string& feature) {
-  const std::string features = "," + target_features(cpu) + ",";
-  return features.find(",+" + feature + ",") != std::string::npos;
+bool target_has(const CpuSpec& cpu, llvm::StringRef feature) {
+  const std::string features = target_features(cpu);
+  llvm::SmallVector<llvm::StringRef, 64> listed;
+  llvm::StringRef(features).split(listed, ',');
+  auto enabled = [&](llvm::StringRef f) { return f.consume_front("+") && f == feature; };
+  return std::any_of(listed.begin(), listed.end(), enabled);
 }
 
 // Emits statements and expressions into one function at a time. Outlining a
