@@ -152,7 +152,8 @@ class FunctionEmitter {
     }
   }
 
-  // for (var = begin; var < end; var += step) body()
+  // for (var = begin; var < end; var += step) body(); `unroll`: > 1 a count for
+  // LLVM's unroller, < 0 none, 0 LLVM's choice.
   template <typename Body>
   void counted_loop(const ExprNode* var, Value* begin, Value* end, int64_t step, Body body, int unroll = 0) {
     Function* fn = b_.GetInsertBlock()->getParent();
@@ -172,12 +173,14 @@ class FunctionEmitter {
     Value* next = b_.CreateAdd(iv, b_.getInt64(step), "", /*HasNUW=*/false, /*HasNSW=*/true);
     iv->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* back = b_.CreateBr(header);
-    if (unroll > 1) {
+    if (unroll != 0) {
       llvm::LLVMContext& c = ctx_;
-      llvm::Metadata* count[] = {llvm::MDString::get(c, "llvm.loop.unroll.count"),
-                                 llvm::ConstantAsMetadata::get(b_.getInt32(unroll))};
+      llvm::Metadata* hint[] = {llvm::MDString::get(c, "llvm.loop.unroll.count"),
+                                llvm::ConstantAsMetadata::get(b_.getInt32(unroll))};
+      llvm::Metadata* disable[] = {llvm::MDString::get(c, "llvm.loop.unroll.disable")};
       auto* self = llvm::MDNode::getTemporary(c, {}).release();
-      llvm::MDNode* loop_id = llvm::MDNode::get(c, {self, llvm::MDNode::get(c, count)});
+      llvm::MDNode* loop_id =
+          llvm::MDNode::get(c, {self, unroll > 1 ? llvm::MDNode::get(c, hint) : llvm::MDNode::get(c, disable)});
       loop_id->replaceOperandWith(0, loop_id);
       llvm::MDNode::deleteTemporary(self);
       back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
@@ -191,7 +194,32 @@ class FunctionEmitter {
     LOOM_INTERNAL_CHECK(!is_vec(extent), "loop extent varies across vector lanes: ", f->extent.str());
     if (f->for_kind == ForKind::Parallel && !in_parallel_) return parallel_loop(f, extent);
     if (f->for_kind == ForKind::Vectorized && lanes_ == 1) return vectorized_loop(f, extent);
-    counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, f->unroll_hint);
+    // A loop around a register tile is unrolled as the schedule says and no
+    // further: unrolled by LLVM, a window's reduction loop would share input
+    // loads between its copies and keep them live beside the accumulators
+    // (spills on a 16-register file that the schedule's tile fits).
+    const int unroll = f->unroll_hint > 1 ? f->unroll_hint : wraps_unrolled_loop(f->body) ? -1 : 0;
+    counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, unroll);
+  }
+
+  static bool wraps_unrolled_loop(const Stmt& s) {
+    if (!s) return false;
+    switch (s->kind) {
+      case StmtKind::For: {
+        const auto* f = static_cast<const ForNode*>(s.get());
+        return f->for_kind == ForKind::Unrolled || wraps_unrolled_loop(f->body);
+      }
+      case StmtKind::Seq:
+        for (const Stmt& c : static_cast<const SeqNode*>(s.get())->stmts)
+          if (wraps_unrolled_loop(c)) return true;
+        return false;
+      case StmtKind::Allocate: return wraps_unrolled_loop(static_cast<const AllocateNode*>(s.get())->body);
+      case StmtKind::IfThenElse: {
+        const auto* i = static_cast<const IfThenElseNode*>(s.get());
+        return wraps_unrolled_loop(i->then_case) || wraps_unrolled_loop(i->else_case);
+      }
+      default: return false;
+    }
   }
 
   // Main part in vectors of f->lanes. The remainder: with masked vector
