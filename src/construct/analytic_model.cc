@@ -273,14 +273,12 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   est.compute_s = flops / (peak * est.vector_util * est.ilp * issue);
 
   // --- traffic per cache ---
-  // Granularities, innermost first: one micro-kernel call (the register
-  // block over the innermost cache tile's reduction extent), then the tile
-  // of each cache level, then the parallel tile. Each has a footprint and,
-  // with reuse across the innermost enclosing loops an access does not
-  // use, a traffic. A cache is charged the traffic of the outermost
-  // granularity whose footprint fits in it.
-  struct Granularity {
-    double footprint = 0, bytes = 0;
+  // Blocks of the iteration space, innermost first (below), each with a
+  // footprint and, with reuse across the innermost enclosing loops an
+  // access does not use, a traffic. A cache is charged the traffic of the
+  // outermost block whose footprint fits in it.
+  struct Traffic {
+    double bytes = 0;
     double streamed = 0;  // bytes when nothing stays resident between calls
     // The part of `bytes` (`streamed`) read as demand misses: runs too short
     // for a prefetcher to follow.
@@ -297,57 +295,101 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const Access& x = i < an.accesses.size() ? an.accesses[i] : an.output;
     demand_fraction.push_back(packed ? 0.0 : demand_share(stream_bytes(s, an, trip, x, scratch)));
   }
-  Small<Granularity> grains;
-  auto measure = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int enclosing_level) {
-    Granularity g;
+  // The extent along axis `a` of the tile that level-l loops cut.
+  auto parent_extent = [&](int l, int a) {
+    if (l == 0 || (l == 1 && an.is_reduce_axis(a))) return double(full[a]);
+    return std::min(double(full[a]), double(s.tile[l - 1][a]));
+  };
+  // The blocks, innermost first: one micro-kernel call, each loop of a
+  // level widening the block it sweeps (the working sets between two
+  // levels' tiles, where a window's rows or a panel may fit a cache that
+  // the next tile overflows), each level's tile, the parallel tile.
+  struct Block {
+    Small<int64_t> tile;
+    OrderTable::Row<const int> enclosing;
+    int level;
+    double footprint;  // bytes
+  };
+  Small<Block> blocks;
+  auto add_block = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int level) {
+    double footprint = 4 * an.output.data_tile(t);
+    for (const Access& x : an.accesses) footprint += 4 * x.data_tile(t);
+    blocks.push_back({Small<int64_t>(t, t + n), enclosing, level, footprint});
+  };
+  auto add_level = [&](const int64_t* tile, int l) {
+    Small<int64_t> block(tile, tile + n);
+    const auto order = s.order[l];
+    add_block(block.data(), order, l);
+    for (const int* it = order.end(); it - order.begin() > 1;) {
+      const int a = *--it;
+      const double parent = parent_extent(l, a);
+      if (double(block[a]) >= parent) continue;
+      block[a] = int64_t(std::min(parent, double(block[a]) * trip(l, a)));
+      add_block(block.data(), {order.begin(), it}, l);
+    }
+  };
+  add_level(scratch.data(), reg);
+  for (int l = reg - 1; l >= 1; --l) add_level(s.tile[l], l);
+  for (int a = 0; a < n; ++a) scratch[a] = a < an.num_spatial ? s.tile[0][a] : full[a];
+  add_block(scratch.data(), {nullptr, nullptr}, 0);
+  // The traffic of a block's calls into the cache it fits in.
+  auto traffic = [&](const Block& b) {
+    const int64_t* t = b.tile.data();
+    Traffic g;
     double calls = 1;
     for (int a = 0; a < n; ++a) calls *= ceil_div(double(full[a]), double(t[a]));
     // `demand`: the fraction of the access's bytes read as demand misses.
-    auto add = [&](const std::vector<bool>& uses, double elems, double times, double line_util, double demand) {
-      double reuse = 1;
-      for (const int* it = enclosing.end(); it != enclosing.begin();) {
-        --it;
-        if (uses[*it]) break;
-        reuse *= trip(enclosing_level, *it);
+    auto add = [&](const Access& x, double times, double line_util, double demand) {
+      // Loops that do not move the access reuse its tile; the first that
+      // does reads, over its sweep, the union of its tiles once: a window's
+      // overlapping rows stay in the cache the tile fits in.
+      const double elems = x.data_tile(t);
+      double reuse = 1, per_call = elems;
+      for (const int* it = b.enclosing.end(); it != b.enclosing.begin();) {
+        const int a = *--it;
+        const double k = trip(b.level, a);
+        if (!x.uses_axis[a]) {
+          reuse *= k;
+          continue;
+        }
+        if (k > 1 && t[a] < parent_extent(b.level, a)) {
+          Small<int64_t> swept(t, t + n);
+          swept[a] = int64_t(std::min(double(full[a]), double(t[a]) * k));
+          per_call = x.data_tile(swept.data()) / k;
+        }
+        break;
       }
-      const double bytes = 4 * elems * times * calls / line_util;
-      g.footprint += 4 * elems;
-      g.bytes += bytes / reuse;
-      g.demand += bytes / reuse * demand;
-      g.streamed += bytes;
-      g.streamed_demand += bytes * demand;
+      const double streamed = 4 * elems * times * calls / line_util, bytes = streamed * per_call / elems / reuse;
+      g.bytes += bytes;
+      g.demand += bytes * demand;
+      g.streamed += streamed;
+      g.streamed_demand += streamed * demand;
     };
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       const Access& x = an.accesses[i];
       const int unit = x.contiguous_axis();
       const double run = unit >= 0 ? double(t[unit]) : 1;
-      double util = s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0);
-      add(x.uses_axis, x.data_tile(t), 1, util, demand_fraction[i]);
+      add(x, 1, s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0), demand_fraction[i]);
     }
-    double out_elems = 1;
-    for (int a = 0; a < an.num_spatial; ++a) out_elems *= double(t[a]);
-    add(an.output.uses_axis, out_elems, 2, 1, demand_fraction.back());
-    grains.push_back(g);
+    add(an.output, 2, 1, demand_fraction.back());
+    return g;
   };
-  measure(scratch.data(), s.order[reg], reg);
-  for (int l = reg - 1; l >= 1; --l) measure(s.tile[l], s.order[l], l);
-  for (int a = 0; a < n; ++a) scratch[a] = a < an.num_spatial ? s.tile[0][a] : full[a];
-  measure(scratch.data(), {nullptr, nullptr}, 0);
   for (size_t level = 0; level < cpu.caches.size() && level < est.level_s.size(); ++level) {
     const CacheLevel& c = cpu.caches[level];
     const double bandwidth = read_bandwidth(cpu, level + 1);  // filled from the next level out
     const double capacity = usable_capacity(c);
     // Kernels run repeatedly: a problem that fits in a cache stays there.
-    if (grains.back().footprint <= capacity) {
+    if (blocks.back().footprint <= capacity) {
       est.level_s[est.caches++] = 0;
       continue;
     }
-    const Granularity* fit = nullptr;
-    for (const Granularity& g : grains)
-      if (g.footprint <= capacity) fit = &g;
+    const Block* fit = nullptr;
+    for (const Block& b : blocks)
+      if (b.footprint <= capacity) fit = &b;
     // Nothing fits: every micro-kernel call streams its whole working set.
-    const double bytes = fit ? fit->bytes : grains.front().streamed;
-    const double demand = fit ? fit->demand : grains.front().streamed_demand;
+    const Traffic g = traffic(fit ? *fit : blocks.front());
+    const double bytes = fit ? g.bytes : g.streamed;
+    const double demand = fit ? g.demand : g.streamed_demand;
     est.level_s[est.caches++] = (bytes - demand) / bandwidth + demand / scattered_bandwidth(cpu, level + 1);
   }
   double outer_trips = 1;  // number of level-0 tiles
