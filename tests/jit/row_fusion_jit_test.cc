@@ -4,6 +4,7 @@
 #include "schedule/row_fusion.h"
 #include "test_util.h"
 
+#include <regex>
 #include <sstream>
 
 namespace loom {
@@ -78,6 +79,28 @@ TEST(RowFusion, SymbolicRowsAndColumns) {
       expect_fused_and_correct(op, sizes, "construct", 2);
   Var T("T");
   for (int64_t t : {1, 7, 40}) expect_fused_and_correct(batched_softmax(3, T, 45), {t}, "construct", 2);
+}
+
+TEST(RowFusion, LanesCombineWholeVectorsFirst) {
+  // A row of 43 in vectors of W with an odd number of accumulator vectors:
+  // the halvings read whole vectors at whole-vector offsets (a load that
+  // straddles two vector stores waits for both) until one vector is left.
+  for (int64_t n : {43, 77, 129}) {
+    const Operator op = ops::softmax(64, n);
+    const Kernel k = compile(op, CompileOptions{});
+    const std::string ir = k.report().loop_ir;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(ir, m, std::regex(R"(vectorized for rl in \[0, (\d+)\))"))) << ir;
+    const int64_t W = std::stoll(m[1]);
+    int offsets = 0;
+    const std::regex halving(R"(row_acc\[\(rh \+ (\d+)\)\])");
+    for (auto it = std::sregex_iterator(ir.begin(), ir.end(), halving); it != std::sregex_iterator(); ++it, ++offsets) {
+      const int64_t offset = std::stoll((*it)[1]);
+      if (offset >= W) EXPECT_EQ(offset % W, 0) << "n=" << n << " W=" << W << "\n" << ir;
+    }
+    EXPECT_GT(offsets, 0) << ir;
+    EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 7)).ok) << n;
+  }
 }
 
 TEST(RowFusion, DependentRowsStayStageByStage) {

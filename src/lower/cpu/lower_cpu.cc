@@ -193,16 +193,20 @@ class Lowerer {
                             lanes_loop(t, K - done, accumulate(t, done + t))});
     for (size_t a = red.axes.size() - 1; a-- > 0;)
       update = make_for(red.axes[a].var, red.axes[a].extent, ForKind::Serial, update);
-    // Lanes combined in place in halves, each halving one vectorized loop
-    // (the U vectors first, then within one vector at narrower widths): a
-    // tree of depth log2(lanes) made of vector operations, not of scalars.
+    // Lanes combined in place in halves, each halving one vectorized loop:
+    // the U vectors first, whole vectors onto whole vectors, then within
+    // one vector at narrower widths. A tree of depth log2(lanes) made of
+    // vector operations, not of scalars, whose loads start where a vector
+    // was stored (a load straddling two stores waits for both to retire).
     std::vector<Stmt> tree;
-    for (int n = lanes; n > 1; n = (n + 1) / 2) {
+    auto halve = [&](int n, int unit) {
       const int half = (n + 1) / 2;
       Var h("rh");
-      Stmt halving = make_store(acc, h, combine(make_load(acc, h), make_load(acc, Expr(h) + half)));
-      tree.push_back(lanes_loop(h, make_int(n - half), halving));
-    }
+      Stmt halving = make_store(acc, h, combine(make_load(acc, h), make_load(acc, Expr(h) + half * unit)));
+      tree.push_back(lanes_loop(h, make_int((n - half) * unit), halving));
+    };
+    for (int n = U; n > 1; n = (n + 1) / 2) halve(n, W);
+    for (int n = W; n > 1; n = (n + 1) / 2) halve(n, 1);
     Stmt result = make_store(out, index, make_load(acc, make_int(0)));
     return make_allocate(acc, make_seq({init, update, make_seq(tree), result}), MemScope::Stack);
   }
