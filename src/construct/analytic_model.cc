@@ -63,13 +63,18 @@ double usable_capacity(const CacheLevel& c) {
 // The part of a read in runs of `bytes` that prefetchers do not cover.
 double demand_share(double bytes) { return std::min(1.0, kPrefetchLeadBytes / std::min(bytes, kPageBytes)); }
 
-// Trip count of level-l loops over axis a inside the parent tile (tiles may
-// be larger than a short axis: the parent is cut to the extent).
-double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
+// The extent along axis `a` of the tile that level-l loops cut: the
+// parent tile, cut to the axis (tiles may be larger than a short axis);
+// reduction axes are whole at level 0.
+double parent_extent(const StateData& s, const AnchorInfo& an, int l, int a) {
   const double extent = double(an.plan_extent(a));
-  double parent = l == 0 ? extent : std::min(extent, double(s.tile[l - 1][a]));
-  if (l > 0 && an.is_reduce_axis(a) && l - 1 == 0) parent = extent;
-  return ceil_div(parent, double(s.tile[l][a]));
+  if (l == 0 || (l == 1 && an.is_reduce_axis(a))) return extent;
+  return std::min(extent, double(s.tile[l - 1][a]));
+}
+
+// Trip count of level-l loops over axis a inside the parent tile.
+double trips(const StateData& s, const AnchorInfo& an, int l, int a) {
+  return ceil_div(parent_extent(s, an, l, a), double(s.tile[l][a]));
 }
 
 // trips() of every level and axis (the tile table's shape), computed once
@@ -295,11 +300,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const Access& x = i < an.accesses.size() ? an.accesses[i] : an.output;
     demand_fraction.push_back(packed ? 0.0 : demand_share(stream_bytes(s, an, trip, x, scratch)));
   }
-  // The extent along axis `a` of the tile that level-l loops cut.
-  auto parent_extent = [&](int l, int a) {
-    if (l == 0 || (l == 1 && an.is_reduce_axis(a))) return double(full[a]);
-    return std::min(double(full[a]), double(s.tile[l - 1][a]));
-  };
   // The blocks, innermost first: one micro-kernel call, each loop of a
   // level widening the block it sweeps (the working sets between two
   // levels' tiles, where a window's rows or a panel may fit a cache that
@@ -322,7 +322,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     add_block(block.data(), order, l);
     for (const int* it = order.end(); it - order.begin() > 1;) {
       const int a = *--it;
-      const double parent = parent_extent(l, a);
+      const double parent = parent_extent(s, an, l, a);
       if (double(block[a]) >= parent) continue;
       block[a] = int64_t(std::min(parent, double(block[a]) * trip(l, a)));
       add_block(block.data(), {order.begin(), it}, l);
@@ -352,7 +352,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
           reuse *= k;
           continue;
         }
-        if (k > 1 && t[a] < parent_extent(b.level, a)) {
+        if (k > 1 && t[a] < parent_extent(s, an, b.level, a)) {
           Small<int64_t> swept(t, t + n);
           swept[a] = int64_t(std::min(double(full[a]), double(t[a]) * k));
           per_call = x.data_tile(swept.data()) / k;
