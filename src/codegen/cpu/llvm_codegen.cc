@@ -204,22 +204,13 @@ class FunctionEmitter {
 
   static bool wraps_unrolled_loop(const Stmt& s) {
     if (!s) return false;
-    switch (s->kind) {
-      case StmtKind::For: {
-        const auto* f = static_cast<const ForNode*>(s.get());
-        return f->for_kind == ForKind::Unrolled || wraps_unrolled_loop(f->body);
-      }
-      case StmtKind::Seq:
-        for (const Stmt& c : static_cast<const SeqNode*>(s.get())->stmts)
-          if (wraps_unrolled_loop(c)) return true;
-        return false;
-      case StmtKind::Allocate: return wraps_unrolled_loop(static_cast<const AllocateNode*>(s.get())->body);
-      case StmtKind::IfThenElse: {
-        const auto* i = static_cast<const IfThenElseNode*>(s.get());
-        return wraps_unrolled_loop(i->then_case) || wraps_unrolled_loop(i->else_case);
-      }
-      default: return false;
-    }
+    if (auto* f = s->as<ForNode>()) return f->for_kind == ForKind::Unrolled || wraps_unrolled_loop(f->body);
+    if (auto* seq = s->as<SeqNode>())
+      return std::any_of(seq->stmts.begin(), seq->stmts.end(), [](const Stmt& c) { return wraps_unrolled_loop(c); });
+    if (auto* a = s->as<AllocateNode>()) return wraps_unrolled_loop(a->body);
+    if (auto* i = s->as<IfThenElseNode>())
+      return wraps_unrolled_loop(i->then_case) || wraps_unrolled_loop(i->else_case);
+    return false;
   }
 
   // Main part in vectors of f->lanes. The remainder: with masked vector
