@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -281,6 +282,34 @@ State streaming_variant(State s, const AnchorInfo& anchor, const HwSpec& target)
   return s;
 }
 
+// The register block the model rates best among those reachable from `s`
+// by growing and shrinking its register tile along `axes` (the largest
+// other spatial axis and the vector axis): the register file bounds them, so
+// the search is small, and it crosses what single steps cannot (8x8 to 6x16
+// passes through blocks with too few accumulators to hide the FMA latency).
+State best_register_block(const State& s, const std::vector<int>& axes, const AnchorInfo& anchor,
+                          const HwSpec& target) {
+  const int reg = s->reg_level();
+  std::vector<State> frontier{s};
+  std::set<std::vector<int64_t>> seen{s->tile.row(reg)};
+  State best = s;
+  double best_seconds = estimate(anchor, *s, target, 1).seconds;
+  while (!frontier.empty()) {
+    State at = frontier.back();
+    frontier.pop_back();
+    for (int a : axes)
+      for (StepKind kind : {StepKind::TileGrow, StepKind::TileShrink}) {
+        if (a < 0) continue;
+        StepResult r = apply_step(*at, {kind, reg, a}, anchor, target);
+        if (!r || !seen.insert(r.state->tile.row(reg)).second) continue;
+        frontier.push_back(r.state);
+        const double t = estimate(anchor, *r.state, target, 1).seconds;
+        if (t < best_seconds) std::tie(best, best_seconds) = std::tie(r.state, t);
+      }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
@@ -297,7 +326,6 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
   for (int a = 0; a < anchor.num_axes(); ++a)
     if (!anchor.is_reduce_axis(a) || anchor.is_reduction) axes.push_back(a);
   std::stable_sort(axes.begin(), axes.end(), [&](int a, int b) { return vector_affinity(anchor, a) > vector_affinity(anchor, b); });
-  const int wanted = target.cpu.fma_latency * target.cpu.fma_units;
   // The output-contiguous axis is always tried, with the inputs that are
   // strided along it packed (their packed layout is contiguous there).
   const int out_axis = anchor.num_spatial - 1;
@@ -309,28 +337,10 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
     StepResult r = apply_step(*init, {StepKind::Vectorize, v, lanes}, anchor, target);
     if (!r) continue;
     State s = r.state;
-    const int reg = s->reg_level();
-    // Grow the register block along the largest other spatial axis, then
-    // the vector axis, until the accumulators cover latency x pipes.
     int other = -1;
     for (int a = 0; a < anchor.num_spatial; ++a)
       if (a != v && (other < 0 || anchor.plan_extent(a) > anchor.plan_extent(other))) other = a;
-    for (int round = 0; round < 8; ++round) {
-      int64_t elems = 1;
-      for (int a = 0; a < anchor.num_axes(); ++a) elems *= s->tile[reg][a];
-      if (elems / lanes >= wanted) break;
-      bool grew = false;
-      for (int a : {other, v}) {
-        if (a < 0) continue;
-        StepResult g = apply_step(*s, {StepKind::TileGrow, reg, a}, anchor, target);
-        if (g) {
-          s = g.state;
-          grew = true;
-          break;
-        }
-      }
-      if (!grew) break;
-    }
+    s = best_register_block(s, {other, v}, anchor, target);
     for (size_t i = 0; i < anchor.accesses.size(); ++i) {
       const Access& x = anchor.accesses[i];
       if (!x.uses_axis[v] || x.stride[v] == 1) continue;

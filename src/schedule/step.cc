@@ -24,6 +24,36 @@ int64_t parent_tile(const StateData& s, const AnchorInfo& anchor, int level, int
   return level == 0 ? anchor.plan_extent(axis) : s.tile[level - 1][axis];
 }
 
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// After a register tile changed on `axis`, each outer level moves to the
+// multiple of its inner tile nearest to its size (so cache blocks keep their
+// footprint), or to the extent rounded up to it where it covered the axis;
+// the last tile of each level is partial.
+void realign_outer_tiles(StateData& s, const AnchorInfo& anchor, int axis) {
+  const int64_t extent = anchor.plan_extent(axis);
+  for (int l = s.reg_level() - 1; l >= 0; --l) {
+    const int64_t inner = s.tile[l + 1][axis], cur = s.tile[l][axis];
+    const int64_t nearest = std::max<int64_t>(1, (cur + inner / 2) / inner) * inner;
+    s.tile[l][axis] = cur >= extent ? round_up(extent, inner) : std::min(nearest, round_up(extent, inner));
+  }
+}
+
+// CPU register tiles step by one child (one row, one vector) rather than
+// through the divisors of the cache tile: the register file, not the extent,
+// bounds a micro-kernel (6x16 fills AVX2's 16 registers, and no power of two
+// does), and the outer tiles follow it.
+Reason register_tile_change(StateData& s, const AnchorInfo& anchor, int axis, bool grow) {
+  const int reg = s.reg_level();
+  const int64_t child = child_tile(s, reg, axis), cur = s.tile[reg][axis];
+  const int64_t next = grow ? cur + child : cur - child;
+  if (next < child) return {"tile already at its child's size"};
+  if (next > round_up(anchor.plan_extent(axis), child)) return {"tile already covers the axis"};
+  s.tile[reg][axis] = next;
+  realign_outer_tiles(s, anchor, axis);
+  return {};
+}
+
 Reason tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, bool grow) {
   const int level = st.a, axis = st.b;
   if (level < 0 || level >= s.levels() || axis < 0 || axis >= s.num_axes) return {"no such level or axis"};
@@ -36,12 +66,13 @@ Reason tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, bool 
   if (level == 0) {
     // Level 0 doubles or halves (staying a multiple of the child), up to the
     // extent rounded up to the child: the last tile may be partial.
-    const int64_t limit = (parent + child - 1) / child * child;
+    const int64_t limit = round_up(parent, child);
     int64_t next = grow ? std::min(cur * 2, limit) : std::max(child, cur / 2 / child * child);
     if (next == cur) return {grow ? "tile already covers the axis" : "tile already at its child's size"};
     s.tile[0][axis] = next;
     return {};
   }
+  if (level == s.reg_level() && s.target == TargetKind::Cpu) return register_tile_change(s, anchor, axis, grow);
   // Inner levels take the sizes child * d for the divisors d of parent / child.
   const int64_t limit = parent;
   if (limit % child) return {"the parent tile is not a multiple of the inner tile"};

@@ -251,6 +251,39 @@ TEST(States, HashAndEqualityAreStructural) {
   EXPECT_FALSE(*a.state == *s0);
 }
 
+// CPU register tiles step one row (or one vector) at a time, whatever the
+// extent's divisors; the cache tiles above move to the nearest multiple, the
+// last tile of each level partial. Every stop matches the reference.
+TEST(States, RegisterTilesStepByOneAndOuterTilesFollow) {
+  Operator op = make_operator("matmul", {{"M", "100"}, {"N", "37"}, {"K", "19"}});
+  HwSpec hw = load_hwspec("haswell_avx2");
+  Task task = make_task(op, hw, 1);
+  const AnchorInfo& anchor = *task.anchor;
+  State s = apply_step(*initial_state(anchor, hw), {StepKind::Vectorize, 1, 8}, anchor, hw).state;
+  ASSERT_TRUE(s);
+  const int reg = s->reg_level();
+  s = apply_step(*s, {StepKind::TileShrink, reg - 1, 0}, anchor, hw).state;  // a cache tile of 50 rows
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->tile[reg - 1][0], 50);
+  const auto inputs = random_inputs(op, 5);
+  for (int64_t rows = 2; rows <= 7; ++rows) {
+    StepResult r = apply_step(*s, {StepKind::TileGrow, reg, 0}, anchor, hw);
+    ASSERT_TRUE(r) << r.why();
+    s = r.state;
+    ASSERT_EQ(s->tile[reg][0], rows);
+    EXPECT_EQ(check_legal(*s, anchor, hw), "");
+    const int64_t cache = s->tile[reg - 1][0];
+    EXPECT_EQ(cache % rows, 0) << s->str();
+    EXPECT_LE(std::abs(cache - 50), rows / 2 + 1) << s->str();  // the nearest multiple of the register tile
+    EXPECT_GE(s->tile[0][0], 100) << s->str();  // still one parallel tile over the whole axis
+    EXPECT_TRUE(test::run_and_check(op, compile_schedule(op, schedule_with_state(task, s), hw, 1), inputs).ok)
+        << s->str();
+  }
+  StepResult wider = apply_step(*s, {StepKind::TileGrow, reg, 1}, anchor, hw);  // 7 x 16: 14 accumulators + 3
+  ASSERT_FALSE(wider);
+  EXPECT_NE(wider.why().find("vector registers"), std::string::npos) << wider.why();
+}
+
 TEST(States, IllegalStepsAreCheapFailuresNamingTheLimit) {
   Operator op = make_operator("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}});
   HwSpec hw = load_hwspec("haswell_avx2");

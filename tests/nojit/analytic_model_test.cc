@@ -40,9 +40,11 @@ struct Gemv {
   State column_walk, streaming;
   explicit Gemv(const HwSpec& spec)
       : task(make_task(make_operator("matmul", {{"M", "1"}, {"N", "4096"}, {"K", "4096"}}), spec, 1)) {
-    std::vector<std::string> steps = {"vectorize 1 16", "tile_grow 3 1", "tile_grow 3 1", "tile_grow 3 1"};
+    std::vector<std::string> steps = {"vectorize 1 16"};
+    steps.insert(steps.end(), 7, "tile_grow 3 1");  // 8 vectors
     column_walk = apply_all(task, steps);
     EXPECT_EQ(column_walk->reg_level(), 3) << "levels: parallel, L2, L1, registers";
+    EXPECT_EQ(column_walk->tile[3][1], 128);
     steps.push_back("reorder 2 1");
     for (int i = 0; i < 10; ++i) steps.push_back("tile_shrink 2 2");
     streaming = apply_all(task, steps);
@@ -50,6 +52,23 @@ struct Gemv {
   }
   double seconds(const State& s) const { return estimate(*task.anchor, *s, task.target, 1).seconds; }
 };
+
+// On 16 vector registers of 8 lanes, the register blocks that hold most
+// accumulators (6x16 or 4x24: 12, with 3 or 4 operand registers) are not
+// powers of two; construction reaches one from its seeds, whose blocks are
+// chosen by the model rather than grown by doubling to 8x8 (8 accumulators).
+TEST(AnalyticModel, ConstructionFillsTheRegisterFile) {
+  const HwSpec spec = load_hwspec("haswell_avx2");
+  ASSERT_EQ(spec.cpu.vector_registers, 16);
+  const Task task = make_task(make_operator("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}), spec, 1);
+  const std::vector<RankedState> top = construct_states(task, 1, {});
+  ASSERT_FALSE(top.empty());
+  const StateData& s = *top[0].state;
+  const int reg = s.reg_level();
+  ASSERT_EQ(s.vec_axis, 1) << s.str();
+  EXPECT_GE(s.tile[reg][0] * s.tile[reg][1] / s.vec_width, 12) << s.str();
+  EXPECT_EQ(check_legal(s, *task.anchor, spec), "");
+}
 
 TEST(AnalyticModel, ShortScatteredRunsCostTheScatteredBandwidth) {
   const Gemv slow(spec_with_scatter(4)), flat(spec_with_scatter(1));
@@ -103,10 +122,11 @@ TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
                                                {"KH", "1"}, {"KW", "1"}, {"stride", "1"}, {"pad", "0"}});
   const Task task = make_task(op, eight_way, 1);
   auto penalty = [&](const State& s, const HwSpec& spec) { return estimate(*task.anchor, *s, spec, 1).penalty_s; };
-  std::vector<std::string> steps = {"vectorize 3 16", "tile_grow 3 2", "tile_grow 3 2", "tile_grow 3 2"};  // 7 columns
+  std::vector<std::string> steps = {"vectorize 3 16"};
+  steps.insert(steps.end(), 6, "tile_grow 3 2");  // 7 columns
   const State columns = apply_all(task, steps);
   ASSERT_EQ(columns->tile[3][2], 7);
-  steps.insert(steps.end(), {"tile_grow 3 1", "tile_grow 3 1"});  // 4 rows
+  steps.insert(steps.end(), 3, "tile_grow 3 1");  // 4 rows
   const State block = apply_all(task, steps);
   ASSERT_EQ(block->tile[3][1], 4);
   EXPECT_NEAR(penalty(columns, eight_way), penalty(columns, wide), 1e-12);
@@ -120,11 +140,12 @@ TEST(AnalyticModel, RegistersBeyondTheFileSpill) {
   const HwSpec spec = spec_with_scatter(1);
   ASSERT_EQ(spec.cpu.vector_registers, 32);
   const Task task = make_task(make_operator("dense", {{"M", "80"}, {"N", "768"}, {"K", "3072"}}), spec, 1);
-  std::vector<std::string> steps = {"vectorize 2 16", "tile_grow 3 0", "tile_grow 3 0", "tile_grow 3 0",
-                                    "tile_grow 3 1", "tile_grow 3 1", "tile_grow 3 1"};
+  std::vector<std::string> steps = {"vectorize 2 16"};
+  steps.insert(steps.end(), 4, "tile_grow 3 0");
+  steps.insert(steps.end(), 3, "tile_grow 3 1");
   const State fits = apply_all(task, steps);
   ASSERT_EQ(fits->tile[3][0] * 10 + fits->tile[3][1], 54) << fits->str();
-  steps.push_back("tile_grow 3 1");
+  steps.insert(steps.end(), 2, "tile_grow 3 1");
   const State spills = apply_all(task, steps);
   ASSERT_EQ(spills->tile[3][0] * 10 + spills->tile[3][1], 56) << spills->str();
   const Estimate a = estimate(*task.anchor, *fits, spec, 1), b = estimate(*task.anchor, *spills, spec, 1);
