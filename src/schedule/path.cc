@@ -22,16 +22,36 @@ bool move_tile(State& s, int l, int a, int64_t want, const AnchorInfo& anchor, c
   return s->tile[l][a] == want;
 }
 
-// Cache levels inner to outer, then the parallel level, then registers.
-bool move_cpu_tiles(State& s, const StateData& goal, const AnchorInfo& anchor, const HwSpec& target) {
+bool move_cache_and_parallel_tiles(State& s, const StateData& goal, const AnchorInfo& anchor, const HwSpec& target) {
   for (int l = s->reg_level() - 1; l >= 1; --l)
     for (int a = 0; a < s->num_axes; ++a)
       if (!move_tile(s, l, a, goal.tile[l][a], anchor, target)) return false;
   for (int a = 0; a < s->num_spatial; ++a)
     if (!move_tile(s, 0, a, goal.tile[0][a], anchor, target)) return false;
+  return true;
+}
+
+bool move_register_tiles(State& s, const StateData& goal, const AnchorInfo& anchor, const HwSpec& target) {
   for (int a = 0; a < s->num_axes; ++a)
     if (!move_tile(s, s->reg_level(), a, goal.tile[s->reg_level()][a], anchor, target)) return false;
   return true;
+}
+
+// A register step moves the outer tiles to multiples of the new size, so the
+// sizes passed through can leave them off the goal's. Registers go first while
+// the outer tiles still cover their axes (each step then resets them to the
+// extent rounded up, whatever came before), then the cache levels inner to
+// outer and the parallel level; where that cannot reach the goal (its cache
+// tiles do not divide that rounded extent), registers go last.
+bool move_cpu_tiles(State& s, const StateData& goal, const AnchorInfo& anchor, const HwSpec& target) {
+  State registers_first = s;
+  if (move_register_tiles(registers_first, goal, anchor, target) &&
+      move_cache_and_parallel_tiles(registers_first, goal, anchor, target) && registers_first->tile == goal.tile) {
+    s = registers_first;
+    return true;
+  }
+  return move_cache_and_parallel_tiles(s, goal, anchor, target) && move_register_tiles(s, goal, anchor, target) &&
+         s->tile == goal.tile;
 }
 
 // GPU tiles grow together (a block tile alone would be one thread with too

@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "construct/roller.h"
 #include "construct/state_graph.h"
 #include "driver/compile_schedule.h"
 #include "schedule/task.h"
@@ -282,6 +283,22 @@ TEST(States, RegisterTilesStepByOneAndOuterTilesFollow) {
   StepResult wider = apply_step(*s, {StepKind::TileGrow, reg, 1}, anchor, hw);  // 7 x 16: 14 accumulators + 3
   ASSERT_FALSE(wider);
   EXPECT_NE(wider.why().find("vector registers"), std::string::npos) << wider.why();
+}
+
+// Roller builds its leaves' tiles directly and finds them a step path; the
+// register steps to a tile of 4 vectors pass through 3, whose realignment
+// would leave the cache tiles (64 and 256 columns) off the goal unless the
+// registers move first. Its best leaf is blocked, and replays to itself.
+TEST(States, RollerLeavesHaveStepPaths) {
+  Operator op = make_operator("dense", {{"M", "688"}, {"N", "2304"}, {"K", "768"}});
+  HwSpec hw = load_hwspec("haswell_avx2");
+  Task task = make_task(op, hw, 1);
+  const std::vector<State> leaves = roller_states(*task.anchor, hw, 1, 3);
+  ASSERT_FALSE(leaves.empty());
+  for (const State& s : leaves) {
+    EXPECT_LT(s->tile[s->reg_level() - 1][1], 2304) << "an unblocked fallback: " << s->str();
+    EXPECT_TRUE(*replay(*task.anchor, hw, s->history()) == *s) << s->str();
+  }
 }
 
 TEST(States, IllegalStepsAreCheapFailuresNamingTheLimit) {
