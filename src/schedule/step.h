@@ -14,14 +14,22 @@
 
 namespace loom {
 
+// The meaning of the steps, raised whenever a step's application changes:
+// tuning records keep the steps, not the state, and replaying older steps
+// would rebuild another state than the one measured. 2: CPU register tiles
+// step by one row or vector, outer tiles following (was: divisors).
+constexpr int kStepsVersion = 2;
+
 struct StateData;
 struct AnchorInfo;
 struct HwSpec;
 struct CpuSpec;
 
 enum class StepKind {
-  TileGrow,    // (level, axis): next larger tile in the divisibility chain
-  TileShrink,  // (level, axis): next smaller tile
+  // (level, axis): next larger tile in the divisibility chain; a CPU register
+  // tile grows by one row or vector, the outer tiles following it
+  TileGrow,
+  TileShrink,  // (level, axis): next smaller tile, likewise
   Reorder,     // (level, position): swap loops at position and position+1
   Vectorize,   // (axis, width): vector axis and width; width 1 removes it
   Unroll,      // (factor): unroll of the innermost reduction loop

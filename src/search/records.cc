@@ -57,7 +57,7 @@ std::string to_json_line(const Record& r) {
   nlohmann::json j = {{"workload", r.workload}, {"op", r.op},
                       {"params", r.params},     {"hwspec", r.hwspec},
                       {"hwspec_fingerprint", r.hwspec_fingerprint},
-                      {"loom_version", r.loom_version},
+                      {"loom_version", r.loom_version}, {"steps_version", r.steps_version},
                       {"strategy", r.strategy}, {"threads", r.threads},
                       {"steps", r.steps},       {"times_ms", r.times_ms},
                       {"time_ms", r.time_ms},   {"error", r.error},
@@ -80,6 +80,12 @@ std::optional<Record> parse_record(const std::string& line, std::string& error) 
     r.hwspec = j.at("hwspec").get<std::string>();
     r.hwspec_fingerprint = j.at("hwspec_fingerprint").get<std::string>();
     r.loom_version = j.value("loom_version", "");
+    r.steps_version = j.value("steps_version", 1);
+    if (r.steps_version != kStepsVersion) {
+      error = "steps_version " + std::to_string(r.steps_version) + " (loom " + r.loom_version +
+              ") replays to other states in this loom (steps_version " + std::to_string(kStepsVersion) + ")";
+      return std::nullopt;
+    }
     r.strategy = j.value("strategy", "");
     r.threads = j.at("threads").get<int>();
     r.steps = j.at("steps").get<std::vector<std::string>>();

@@ -2,7 +2,7 @@
 //
 //   {"workload": "dense K=768 M=128 N=3072 epilogue=bias float32", "op": "dense",
 //    "params": {"K": "768", ...}, "hwspec": "host", "hwspec_fingerprint": "9c1e...",
-//    "loom_version": "0.1", "strategy": "hybrid", "threads": 1,
+//    "loom_version": "0.1", "steps_version": 2, "strategy": "hybrid", "threads": 1,
 //    "steps": ["vectorize 1 16", "tile_grow 3 0", ...], "times_ms": [0.81, 0.80, ...],
 //    "time_ms": 0.805, "error": "none", "error_msg": "", "timestamp": "2026-11-22T03:50:12Z"}
 //
@@ -11,7 +11,8 @@
 // the file ends in a torn one. A reader skips a torn or corrupt line with a
 // warning naming the file and line, and keeps every other line. The steps
 // replay to the measured state (schedule/state.h), so a record is enough to
-// rebuild the kernel.
+// rebuild the kernel; a record of steps whose meaning has since changed
+// (steps_version, absent before 2) is skipped with a warning.
 #pragma once
 
 #include <map>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "schedule/state.h"
+#include "schedule/step.h"
 #include "schedule/task.h"
 #include "schedule/tuner.h"
 
@@ -32,6 +34,7 @@ struct Record {
   std::string hwspec;
   std::string hwspec_fingerprint;
   std::string loom_version;
+  int steps_version = kStepsVersion;
   std::string strategy;
   int threads = 1;
   std::vector<std::string> steps;

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "search/faults.h"
 #include "search/records.h"
@@ -77,6 +78,30 @@ TEST(Records, TornAndCorruptLinesAreSkippedWithFileAndLine) {
   EXPECT_NE(warnings[1].find(path + ":3:"), std::string::npos) << warnings[1];
   EXPECT_NE(warnings[2].find(":4:"), std::string::npos) << warnings[2];
   EXPECT_NE(warnings[3].find("threads -4"), std::string::npos) << warnings[3];
+  std::remove(path.c_str());
+}
+
+// Records keep steps, and a step's meaning can change between versions
+// (register tiles stepped through divisors before steps_version 2): such a
+// record would replay to another state than the one measured.
+TEST(Records, RecordsOfOtherStepVersionsAreSkippedWithAWarning) {
+  const std::string path = temp_path("versions.jsonl");
+  {
+    std::ofstream out(path);
+    nlohmann::json older = nlohmann::json::parse(to_json_line(sample_record(1.0)));
+    older.erase("steps_version");
+    nlohmann::json newer = nlohmann::json::parse(to_json_line(sample_record(2.0)));
+    newer["steps_version"] = kStepsVersion + 1;
+    out << older.dump() << "\n" << newer.dump() << "\n" << to_json_line(sample_record(3.0)) << "\n";
+  }
+  std::vector<std::string> warnings;
+  std::vector<Record> records = load_records(path, warnings);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].time_ms, 3.0);
+  EXPECT_EQ(records[0].steps_version, kStepsVersion);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find(":1: skipped: steps_version 1"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("steps_version " + std::to_string(kStepsVersion + 1)), std::string::npos) << warnings[1];
   std::remove(path.c_str());
 }
 
