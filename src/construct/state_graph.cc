@@ -297,15 +297,16 @@ State best_register_block(const State& s, const std::vector<int>& axes, const An
   while (!frontier.empty()) {
     State at = frontier.back();
     frontier.pop_back();
-    for (int a : axes)
+    for (int a : axes) {
+      if (a < 0) continue;
       for (StepKind kind : {StepKind::TileGrow, StepKind::TileShrink}) {
-        if (a < 0) continue;
         StepResult r = apply_step(*at, {kind, reg, a}, anchor, target);
         if (!r || !seen.insert(r.state->tile.row(reg)).second) continue;
         frontier.push_back(r.state);
         const double t = estimate(anchor, *r.state, target, 1).seconds;
         if (t < best_seconds) std::tie(best, best_seconds) = std::tie(r.state, t);
       }
+    }
   }
   return best;
 }

@@ -41,17 +41,17 @@ bool move_register_tiles(State& s, const StateData& goal, const AnchorInfo& anch
 // sizes passed through can leave them off the goal's. Registers go first while
 // the outer tiles still cover their axes (each step then resets them to the
 // extent rounded up, whatever came before), then the cache levels inner to
-// outer and the parallel level; where that cannot reach the goal (its cache
-// tiles do not divide that rounded extent), registers go last.
+// outer and the parallel level, whose steps move only their own tile; where
+// that cannot reach the goal (its cache tiles do not divide that rounded
+// extent), registers go last (the caller checks the state it reaches).
 bool move_cpu_tiles(State& s, const StateData& goal, const AnchorInfo& anchor, const HwSpec& target) {
   State registers_first = s;
   if (move_register_tiles(registers_first, goal, anchor, target) &&
-      move_cache_and_parallel_tiles(registers_first, goal, anchor, target) && registers_first->tile == goal.tile) {
+      move_cache_and_parallel_tiles(registers_first, goal, anchor, target)) {
     s = registers_first;
     return true;
   }
-  return move_cache_and_parallel_tiles(s, goal, anchor, target) && move_register_tiles(s, goal, anchor, target) &&
-         s->tile == goal.tile;
+  return move_cache_and_parallel_tiles(s, goal, anchor, target) && move_register_tiles(s, goal, anchor, target);
 }
 
 // GPU tiles grow together (a block tile alone would be one thread with too

@@ -122,7 +122,7 @@ Reason vectorize(StateData& s, const Step& st, const AnchorInfo& anchor, const H
   bool aligned = true;
   for (int l = 0; l < s.reg_level(); ++l) aligned &= s.tile[l][axis] % reg == 0;
   if (!aligned) {
-    const int64_t whole = (anchor.plan_extent(axis) + reg - 1) / reg * reg;
+    const int64_t whole = round_up(anchor.plan_extent(axis), reg);
     for (int l = 0; l < s.reg_level(); ++l) s.tile[l][axis] = whole;
   }
   return {};
