@@ -33,6 +33,12 @@ bool StateData::reads_through_guard(const AnchorInfo& anchor, size_t access) con
   return anchor.accesses[access].guarded && !materialized(access);
 }
 
+bool StateData::loop_runs_once(const AnchorInfo& anchor, int level, int axis) const {
+  if (level == 0 || (level == 1 && anchor.is_reduce_axis(axis)))
+    return anchor.const_extent[size_t(axis)] > 0 && tile[level][axis] >= anchor.const_extent[size_t(axis)];
+  return tile[level][axis] >= tile[level - 1][axis];
+}
+
 size_t StateData::hash() const {
   size_t h = size_t(target);
   for (int64_t t : tile.flat()) hash_combine(h, std::hash<int64_t>()(t));

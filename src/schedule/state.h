@@ -128,6 +128,11 @@ struct StateData {
   // Whether the anchor's access reads through a guard (a padded input) in
   // this state: guarded, and its producer not materialized.
   bool reads_through_guard(const AnchorInfo& anchor, size_t access) const;
+  // Whether level `level`'s loop over `axis` runs once whatever the sizes at
+  // run time: its tile covers the parent tile, or at level 0 (and for a
+  // reduction axis at level 1, whose parent is the whole axis) a constant
+  // extent. Where such a loop stands in its level's order changes nothing.
+  bool loop_runs_once(const AnchorInfo& anchor, int level, int axis) const;
   // The steps from the initial state, oldest first.
   std::vector<Step> history() const;
 

@@ -1,6 +1,7 @@
 // The primitives' one definition each: name, application and legality.
 #include "schedule/step.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "loom/hwspec.h"
@@ -189,13 +190,19 @@ const StepDef kSteps[] = {
 
 const StepDef& def(StepKind k) { return kSteps[int(k)]; }
 
+// Whether the loop over `axis` at the pack point's level opens above it.
+bool pack_opens_loop(const StateData& s, int point, int axis) {
+  const auto order = s.order[s.pack_level(point)];
+  const int* end = order.begin() + s.pack_position(point);
+  return std::find(order.begin(), end, axis) != end;
+}
+
 int64_t pack_bytes(const StateData& s, const AnchorInfo& anchor, int access, int point) {
-  const int level = s.pack_level(point), pos = s.pack_position(point);
+  const int level = s.pack_level(point);
   int64_t elems = 1;
   for (int a = 0; a < s.num_axes; ++a) {
     if (!anchor.accesses[access].uses_axis[a]) continue;
-    bool opened = false;
-    for (int i = 0; i < pos; ++i) opened |= s.order[level][i] == a;
+    const bool opened = pack_opens_loop(s, point, a);
     int64_t extent = opened ? s.tile[level][a] : s.tile[level - 1][a];
     if (anchor.is_reduce_axis(a) && level - 1 == 0 && !opened) extent = anchor.plan_extent(a);
     elems *= extent;
@@ -229,6 +236,13 @@ Reason check_cpu(const StateData& s, const AnchorInfo& anchor, const HwSpec& tar
     if (bytes > cache_bytes_for_level(s, target, level))
       return {"packed buffer of {value} bytes exceeds its cache level's {limit} bytes", bytes,
               cache_bytes_for_level(s, target, level)};
+    // Lowering sizes the buffer by the loops opened above the pack point;
+    // above the outermost cache level's loop, a reduction axis of a size
+    // known only at run time has no bound.
+    for (int a = anchor.num_spatial; level == 1 && a < s.num_axes; ++a)
+      if (anchor.accesses[i].uses_axis[a] && anchor.const_extent[size_t(a)] <= 0 && !pack_opens_loop(s, s.pack[i], a))
+        return {"pack of input {value} spans reduction axis {limit}, whose size is known only at run time",
+                int64_t(i), a};
   }
   return {};
 }
@@ -332,7 +346,10 @@ std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, 
       steps.push_back({StepKind::TileShrink, l, a});
     }
   for (int l = 1; l < s.levels(); ++l)
-    for (int p = 0; p + 1 < int(s.order[l].size()); ++p) steps.push_back({StepKind::Reorder, l, p});
+    for (int p = 0; p + 1 < int(s.order[l].size()); ++p)
+      if (target.kind != TargetKind::Cpu ||
+          (!s.loop_runs_once(anchor, l, s.order[l][p]) && !s.loop_runs_once(anchor, l, s.order[l][p + 1])))
+        steps.push_back({StepKind::Reorder, l, p});
   if (target.kind == TargetKind::Cpu) {
     const int lanes = target.cpu.fp32_lanes();
     for (int a = 0; a < s.num_axes; ++a)

@@ -69,7 +69,9 @@ struct StepResult {
 // Applies `step` to `state` and checks the result against the target.
 StepResult apply_step(const StateData& state, const Step& step, const AnchorInfo& anchor, const HwSpec& target);
 
-// Every step worth trying from `state` (legal or not).
+// Every step worth trying from `state` (legal or not). On CPUs, reorders
+// that move a loop running once are left out: they rename the same program
+// (a third of the states a convolution's traversal weighed).
 std::vector<Step> candidate_steps(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);
 
 // Checks a whole state against the target's limits; empty when legal.

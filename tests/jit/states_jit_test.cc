@@ -179,6 +179,33 @@ TEST(StateDynamicShapes, TiledKernelServesEverySize) {
   }
 }
 
+// A pack above the outermost cache level's loop over a reduction axis of a
+// size known only at run time would need an unbounded buffer: illegal, a
+// cheap failure naming the axis, not an internal error when lowering. Inside
+// that loop the same pack is legal and its kernel serves every size.
+TEST(StateDynamicShapes, PackOverAnUnboundedReductionIsIllegal) {
+  Var M("M"), N("N"), K("K");
+  Operator op = ops::dense(M, N, K, ops::Epilogue::None);
+  HwSpec hw = load_hwspec("haswell_avx2");
+  Task task = make_task(op, hw, 1);
+  const AnchorInfo& anchor = *task.anchor;
+  const State s = initial_state(anchor, hw);
+  const int k_pos = int(std::find(s->order[1].begin(), s->order[1].end(), 2) - s->order[1].begin());
+  StepResult above = apply_step(*s, {StepKind::Pack, 1, s->make_pack_point(1, k_pos)}, anchor, hw);
+  ASSERT_FALSE(above);
+  EXPECT_NE(above.why().find("reduction axis 2"), std::string::npos) << above.why();
+  StepResult inside = apply_step(*s, {StepKind::Pack, 1, s->make_pack_point(1, k_pos + 1)}, anchor, hw);
+  ASSERT_TRUE(inside) << inside.why();
+  Kernel kernel = compile_schedule(op, schedule_with_state(task, inside.state), hw, 1);
+  for (std::vector<int64_t> sizes : {std::vector<int64_t>{3, 5, 7}, {17, 9, 300}}) {
+    auto in = random_inputs(op, 4, sizes);
+    std::vector<Buffer> out;
+    for (const auto& shape : output_shapes(op, in)) out.push_back(Buffer::allocate(shape));
+    kernel.run(in, out);
+    EXPECT_TRUE(check_against_reference(op, in, out).ok) << sizes[0] << "," << sizes[1] << "," << sizes[2];
+  }
+}
+
 // Materializing a padded input: the producer runs as its own stage before
 // the nest, which then reads it without a guard; construction's top states
 // with it switched on, at odd sizes, strides and windows, match the
@@ -283,6 +310,45 @@ TEST(States, RegisterTilesStepByOneAndOuterTilesFollow) {
   StepResult wider = apply_step(*s, {StepKind::TileGrow, reg, 1}, anchor, hw);  // 7 x 16: 14 accumulators + 3
   ASSERT_FALSE(wider);
   EXPECT_NE(wider.why().find("vector registers"), std::string::npos) << wider.why();
+}
+
+// A loop that runs once (its tile covers its parent's) is the same program
+// wherever it stands, so the traversal is offered no reorder that moves one;
+// reorders of loops that run several times are still offered, and moving a
+// loop that runs once (still a legal step) changes no result.
+TEST(States, ReordersOfLoopsThatRunOnceAreNotCandidates) {
+  Operator op = make_operator("conv2d", {{"N", "1"}, {"H", "9"}, {"W", "7"}, {"CI", "5"}, {"CO", "11"},
+                                         {"KH", "3"}, {"KW", "3"}, {"pad", "1"}});
+  HwSpec hw = load_hwspec("haswell_avx2");
+  Task task = make_task(op, hw, 1);
+  const AnchorInfo& anchor = *task.anchor;
+  const auto inputs = random_inputs(op, 9);
+  auto trips = [&](const State& s, int level, int axis) {
+    const int64_t parent = level == 0 || (level == 1 && anchor.is_reduce_axis(axis)) ? anchor.plan_extent(axis)
+                                                                                      : s->tile[level - 1][axis];
+    return (parent + s->tile[level][axis] - 1) / s->tile[level][axis];
+  };
+  int offered = 0, moved_once = 0;
+  for (const State& seed : seed_states(anchor, hw)) {
+    for (const Step& step : candidate_steps(*seed, anchor, hw)) {
+      if (step.kind != StepKind::Reorder) continue;
+      ++offered;
+      EXPECT_GT(trips(seed, step.a, seed->order[step.a][step.b]), 1) << step.str() << " on " << seed->str();
+      EXPECT_GT(trips(seed, step.a, seed->order[step.a][step.b + 1]), 1) << step.str() << " on " << seed->str();
+    }
+    for (int l = 1; l < seed->levels(); ++l)
+      for (int p = 0; p + 1 < int(seed->order[l].size()); ++p) {
+        if (moved_once == 6 || (trips(seed, l, seed->order[l][p]) > 1 && trips(seed, l, seed->order[l][p + 1]) > 1))
+          continue;
+        StepResult r = apply_step(*seed, {StepKind::Reorder, l, p}, anchor, hw);
+        ASSERT_TRUE(r) << r.why();
+        ++moved_once;
+        EXPECT_TRUE(test::run_and_check(op, compile_schedule(op, schedule_with_state(task, r.state), hw, 1), inputs).ok)
+            << r.state->str();
+      }
+  }
+  EXPECT_GT(offered, 0);  // the filter leaves the reorders that matter
+  EXPECT_GT(moved_once, 0);
 }
 
 // Roller builds its leaves' tiles directly and finds them a step path; the
