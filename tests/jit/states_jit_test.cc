@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "construct/construct.h"
 #include "construct/roller.h"
 #include "construct/state_graph.h"
 #include "driver/compile_schedule.h"
@@ -349,6 +350,27 @@ TEST(States, ReordersOfLoopsThatRunOnceAreNotCandidates) {
   }
   EXPECT_GT(offered, 0);  // the filter leaves the reorders that matter
   EXPECT_GT(moved_once, 0);
+}
+
+// The model does not see unroll, so construction gives its CPU states a
+// fixed one (4) rather than whatever the walk reached: every top state of a
+// reduction carries it, they stay distinct, replay to themselves and match
+// the reference; an operator with no reduction keeps none.
+TEST(States, ConstructionUnrollsReductionsFourTimes) {
+  HwSpec hw = load_hwspec("haswell_avx2");
+  Operator op = make_operator("matmul", {{"M", "37"}, {"N", "45"}, {"K", "29"}});
+  Task task = make_task(op, hw, 1);
+  const std::vector<RankedState> top = construct_states(task, 10, {});
+  ASSERT_EQ(top.size(), 10u);
+  const auto inputs = random_inputs(op, 11);
+  for (size_t i = 0; i < top.size(); ++i) {
+    EXPECT_EQ(top[i].state->unroll, 4) << top[i].state->str();
+    EXPECT_TRUE(*replay(*task.anchor, hw, top[i].state->history()) == *top[i].state) << top[i].state->str();
+    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(*top[j].state == *top[i].state) << top[i].state->str();
+  }
+  EXPECT_TRUE(test::run_and_check(op, compile_schedule(op, schedule_with_state(task, top[0].state), hw, 1), inputs).ok);
+  Task elementwise = make_task(make_operator("bias_add_relu", {{"M", "7"}, {"N", "19"}}), hw, 1);
+  for (const RankedState& r : construct_states(elementwise, 3, {})) EXPECT_EQ(r.state->unroll, 1) << r.state->str();
 }
 
 // Roller builds its leaves' tiles directly and finds them a step path; the
