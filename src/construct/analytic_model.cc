@@ -93,20 +93,11 @@ class TripTable {
   StateStorage<double> table_;
 };
 
-// Whether the loop over axis `a` at the pack point's level is open (outside
-// the pack) there.
-bool pack_opens(const StateData& s, int point, int a) {
-  const int level = s.pack_level(point), pos = s.pack_position(point);
-  for (int p = 0; p < pos; ++p)
-    if (s.order[level][p] == a) return true;
-  return false;
-}
-
 // Extent along axis `a` of the region a pack at `point` copies.
 double pack_extent(const StateData& s, const AnchorInfo& an, int point, int a) {
   const int level = s.pack_level(point);
   const double extent = double(an.plan_extent(a));
-  if (pack_opens(s, point, a)) return std::min(extent, double(s.tile[level][a]));
+  if (s.pack_opens_loop(point, a)) return std::min(extent, double(s.tile[level][a]));
   return level == 1 && an.is_reduce_axis(a) ? extent : std::min(extent, double(s.tile[level - 1][a]));
 }
 
@@ -402,7 +393,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     double region = 1, count = outer_trips;
     for (int a = 0; a < n; ++a) {
       for (int l = 1; l < level; ++l) count *= trip(l, a);
-      if (pack_opens(s, s.pack[i], a)) count *= trip(level, a);
+      if (s.pack_opens_loop(s.pack[i], a)) count *= trip(level, a);
       if (an.accesses[i].uses_axis[a]) region *= pack_extent(s, an, s.pack[i], a);
     }
     // Read from the source row by row of the region (runs along the

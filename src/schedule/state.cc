@@ -1,5 +1,6 @@
 #include "schedule/state.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "loom/error.h"
@@ -31,6 +32,12 @@ bool StateData::operator==(const StateData& o) const {
 
 bool StateData::reads_through_guard(const AnchorInfo& anchor, size_t access) const {
   return anchor.accesses[access].guarded && !materialized(access);
+}
+
+bool StateData::pack_opens_loop(int point, int axis) const {
+  const auto row = order[pack_level(point)];
+  const int* end = row.begin() + pack_position(point);
+  return std::find(row.begin(), end, axis) != end;
 }
 
 bool StateData::loop_runs_once(const AnchorInfo& anchor, int level, int axis) const {

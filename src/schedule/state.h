@@ -124,6 +124,9 @@ struct StateData {
   int pack_level(int point) const { return point / (num_axes + 1); }
   int pack_position(int point) const { return point % (num_axes + 1); }
   int make_pack_point(int level, int position) const { return level * (num_axes + 1) + position; }
+  // Whether the loop over `axis` at a pack point's level opens above it (the
+  // pack then copies one tile of that loop, else the whole parent tile).
+  bool pack_opens_loop(int point, int axis) const;
   bool materialized(size_t access) const { return access < kMaxMaterialized && (materialize >> access & 1u); }
   // Whether the anchor's access reads through a guard (a padded input) in
   // this state: guarded, and its producer not materialized.

@@ -1,7 +1,6 @@
 // The primitives' one definition each: name, application and legality.
 #include "schedule/step.h"
 
-#include <algorithm>
 #include <sstream>
 
 #include "loom/hwspec.h"
@@ -190,19 +189,12 @@ const StepDef kSteps[] = {
 
 const StepDef& def(StepKind k) { return kSteps[int(k)]; }
 
-// Whether the loop over `axis` at the pack point's level opens above it.
-bool pack_opens_loop(const StateData& s, int point, int axis) {
-  const auto order = s.order[s.pack_level(point)];
-  const int* end = order.begin() + s.pack_position(point);
-  return std::find(order.begin(), end, axis) != end;
-}
-
 int64_t pack_bytes(const StateData& s, const AnchorInfo& anchor, int access, int point) {
   const int level = s.pack_level(point);
   int64_t elems = 1;
   for (int a = 0; a < s.num_axes; ++a) {
     if (!anchor.accesses[access].uses_axis[a]) continue;
-    const bool opened = pack_opens_loop(s, point, a);
+    const bool opened = s.pack_opens_loop(point, a);
     int64_t extent = opened ? s.tile[level][a] : s.tile[level - 1][a];
     if (anchor.is_reduce_axis(a) && level - 1 == 0 && !opened) extent = anchor.plan_extent(a);
     elems *= extent;
@@ -240,7 +232,7 @@ Reason check_cpu(const StateData& s, const AnchorInfo& anchor, const HwSpec& tar
     // above the outermost cache level's loop, a reduction axis of a size
     // known only at run time has no bound.
     for (int a = anchor.num_spatial; level == 1 && a < s.num_axes; ++a)
-      if (anchor.accesses[i].uses_axis[a] && anchor.const_extent[size_t(a)] <= 0 && !pack_opens_loop(s, s.pack[i], a))
+      if (anchor.accesses[i].uses_axis[a] && anchor.const_extent[size_t(a)] <= 0 && !s.pack_opens_loop(s.pack[i], a))
         return {"pack of input {value} spans reduction axis {limit}, whose size is known only at run time",
                 int64_t(i), a};
   }
