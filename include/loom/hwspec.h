@@ -36,6 +36,9 @@ struct CpuSpec {
   double dram_core_bandwidth_gbs = 0;  // what one core reads alone; 0 when unknown
   double dram_core_scattered_bandwidth_gbs = 0;  // the same in short scattered runs (see CacheLevel); 0: unknown
   int load_bytes_per_cycle = 0;     // L1 load bandwidth; 0: two full vectors
+  // Cycles per FMA whose other operand is broadcast from memory, in a stream
+  // of them (an outer-product step); 0: unknown (half a cycle, two ports).
+  double broadcast_fma_cycles = 0;
   std::vector<CacheLevel> caches;  // innermost first
   std::vector<std::string> isa;    // e.g. {"avx2", "fma", "avx512f"}
 

@@ -189,6 +189,108 @@ bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, i
   return true;
 }
 
+
+// How fast the micro-kernel runs one reduction step of register block `t`
+// (its spatial sizes; the reduction axes at their per-step size).
+struct BlockRate {
+  double accumulators = 1;
+  double ilp = 1;     // min(1, accumulators / FMAs in flight)
+  double issue = 1;   // the part of the step left to loads: ilp * issue = FMA cycles / step cycles
+  double spilled = 0; // live vectors beyond the register file
+  bool gathers = false;
+};
+
+BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cpu, const Small<int64_t>& t) {
+  BlockRate r;
+  const int W = s.vec_axis >= 0 ? s.vec_width : 1;
+  double elems = 1;
+  for (int a = 0; a < s.num_axes; ++a)
+    elems *= a == s.vec_axis ? ceil_div(double(t[a]), W) * W : double(t[a]);
+  r.accumulators = std::max(1.0, elems / W);
+  r.ilp = an.is_reduction ? std::min(1.0, r.accumulators / double(cpu.fma_latency * cpu.fma_units)) : 1.0;
+  double loads = 0;
+  // Operand registers live across one reduction step: the vectors of the
+  // access with the fewest (kept for the whole tile; an outer product) plus
+  // one streaming in; broadcasts need one.
+  double operand_vectors = 1e30;
+  for (size_t i = 0; i < an.accesses.size(); ++i) {
+    const Access& x = an.accesses[i];
+    double data = x.data_tile(t.data());
+    const bool along_vector = s.vec_axis >= 0 && x.uses_axis[s.vec_axis];
+    const bool contiguous = along_vector && (s.pack[i] >= 0 || x.stride[s.vec_axis] == 1);
+    const bool gathered = along_vector && !contiguous;
+    r.gathers |= gathered;
+    // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
+    // load takes one of the two load ports, a broadcast the spec's measured
+    // cycles; a gathered vector is assembled an element per cycle (a
+    // scalar load and an insert each).
+    const double vector_cost = std::max(0.5, double(cpu.vector_bits / 8) / double(cpu.load_bytes()));
+    const double broadcast_cost = W > 1 && cpu.broadcast_fma_cycles > 0 ? cpu.broadcast_fma_cycles : 0.5;
+    loads += contiguous ? data / W * vector_cost : gathered ? data : data * broadcast_cost;
+    operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(data / W) : 1.0);
+  }
+  // Accumulators and operands beyond the register file spill: each spilled
+  // register is stored and reloaded in every reduction step.
+  const double live = (an.is_reduction ? r.accumulators : 0) + (an.accesses.empty() ? 0 : operand_vectors + 1);
+  r.spilled = std::max(0.0, live - double(cpu.vector_registers));
+  // A step lasts as long as its FMAs, its loads (in cycles) or, for a
+  // reduction, one FMA latency (each accumulator's chain); these overlap,
+  // so ilp * issue = FMA cycles / the longest.
+  const double fma_cycles = r.accumulators / cpu.fma_units;
+  const double chain = an.is_reduction ? double(cpu.fma_latency) : 0.0;
+  r.issue = std::max(fma_cycles, chain) / std::max({fma_cycles, chain, loads});
+  return r;
+}
+
+// Calls f(block, share) for each kind of register block the nest runs: the
+// register tile, and along each statically sized spatial axis the
+// remainders lowering peels into bodies of their own size (the extent cut
+// by each level's tile in turn); `share` is the part of the points it
+// computes. Axes cut at run time count as whole tiles (their slower path
+// is a penalty of its own).
+template <typename F>
+void for_each_register_block(const StateData& s, const AnchorInfo& an, const Small<int64_t>& t, F&& f) {
+  using Sizes = Small<std::pair<int64_t, double>>;  // block size, share of the extent
+  std::vector<Sizes> sizes(size_t(an.num_spatial));
+  for (int a = 0; a < an.num_spatial; ++a) {
+    const int64_t extent = an.plan_extent(a);
+    if (!register_tiles_sized_statically(s, an, a) || extent % s.tile[s.reg_level()][a] == 0) {
+      sizes[a] = {{t[a], 1.0}};
+      continue;
+    }
+    Sizes chunks{{extent, 1.0}}, next;  // chunk length, count
+    for (int l = 0; l <= s.reg_level(); ++l) {
+      const int64_t T = s.tile[l][a];
+      next.clear();
+      auto add = [&](int64_t len, double count) {
+        for (auto& c : next)
+          if (c.first == len) return void(c.second += count);
+        next.push_back({len, count});
+      };
+      for (auto [len, count] : chunks) {
+        if (len <= T) {
+          add(len, count);
+          continue;
+        }
+        add(T, count * double(len / T));
+        if (len % T) add(len % T, count);
+      }
+      chunks.swap(next);
+    }
+    for (auto& c : chunks) c.second *= double(c.first) / double(extent);
+    sizes[a] = chunks;
+  }
+  Small<int64_t> block = t;
+  auto visit = [&](auto&& self, int a, double share) -> void {
+    if (a == an.num_spatial) return f(block, share);
+    for (auto [size, part] : sizes[a]) {
+      block[a] = size;
+      self(self, a + 1, share * part);
+    }
+  };
+  visit(visit, 0, 1.0);
+}
+
 }  // namespace
 
 double Estimate::objective(int k) const {
@@ -233,40 +335,23 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   }
   double reg_elems = 1;
   for (int a = 0; a < n; ++a) reg_elems *= double(s.tile[reg][a]);
-  const double acc = std::max(1.0, reg_elems / W);
-  est.ilp = an.is_reduction ? std::min(1.0, acc / double(cpu.fma_latency * cpu.fma_units)) : 1.0;
-  double loads = 0;
-  bool gather = false;
-  // Operand registers live across one reduction step: the vectors of the
-  // access with the fewest (kept for the whole tile; an outer product) plus
-  // one streaming in; broadcasts need one.
-  double operand_vectors = 1e30;
   Small<int64_t> t(s.tile[reg], s.tile[reg] + n);  // the register block of one reduction step
   for (int a = an.num_spatial; a < n; ++a)
     if (a != s.vec_axis) t[a] = 1;
-  for (size_t i = 0; i < an.accesses.size(); ++i) {
-    const Access& x = an.accesses[i];
-    double elems = x.data_tile(t.data());
-    const bool along_vector = s.vec_axis >= 0 && x.uses_axis[s.vec_axis];
-    const bool contiguous = along_vector && (s.pack[i] >= 0 || x.stride[s.vec_axis] == 1);
-    const bool gathered = along_vector && !contiguous;
-    gather |= gathered;
-    // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
-    // or broadcast load takes one of the two load ports; a gathered vector
-    // is assembled an element per cycle (a scalar load and an insert each).
-    const double vector_cost = std::max(0.5, double(cpu.vector_bits / 8) / double(cpu.load_bytes()));
-    loads += contiguous ? elems / W * vector_cost : gathered ? elems : elems * 0.5;
-    operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(elems / W) : 1.0);
-  }
-  // Accumulators and operands beyond the register file spill: each spilled
-  // register is stored and reloaded in every reduction step.
-  const double live = (an.is_reduction ? acc : 0) + (an.accesses.empty() ? 0 : operand_vectors + 1);
-  const double spilled = std::max(0.0, live - double(cpu.vector_registers));
-  if (gather) est.vector_util /= 2.0 * W / lanes + 1;
-  const double fma_cycles = acc / cpu.fma_units;
-  const double issue = fma_cycles / std::max(fma_cycles, loads);  // `loads` is in cycles
+  const BlockRate rate = block_rate(s, an, cpu, t);
+  const double acc = rate.accumulators, spilled = rate.spilled;
+  est.ilp = rate.ilp;
+  if (rate.gathers) est.vector_util /= 2.0 * W / lanes + 1;
   const double peak = cpu.peak_gflops_per_core * 1e9;
-  est.compute_s = flops / (peak * est.vector_util * est.ilp * issue);
+  // Peeled remainders run bodies of their own, smaller size, with fewer
+  // accumulators to hide the FMA latency behind: each kind of register
+  // block computes its share of the points at its own rate.
+  double slowdown = 0;
+  for_each_register_block(s, an, t, [&](const Small<int64_t>& block, double share) {
+    const BlockRate r = block == t ? rate : block_rate(s, an, cpu, block);
+    slowdown += share / (r.ilp * r.issue);
+  });
+  est.compute_s = flops * slowdown / (peak * est.vector_util);
 
   // --- traffic per cache ---
   // Blocks of the iteration space, innermost first (below), each with a

@@ -74,6 +74,7 @@ struct VectorProbes {
   int bits, chains;
   float (*chains_fn)(long);
   float (*latency_fn)(long);
+  float (*broadcast_fn)(const float*, long);
   float (*read_fn)(const float*, size_t, long);
   float (*scattered_fn)(const float*, size_t, long);
   bool supported;
@@ -81,7 +82,10 @@ struct VectorProbes {
 
 #if defined(__x86_64__)
 // Throughput: CHAINS independent accumulators per iteration. Latency: one
-// chain, 8 FMAs per iteration. Read bandwidth: CHAINS accumulators of
+// chain, 8 FMAs per iteration. Broadcast: the same chains, each FMA taking
+// one operand broadcast from a float in L1 and the other from one vector
+// load per iteration (an outer-product micro-kernel's step); the address is
+// hidden from the compiler every iteration so that the loads stay. Read bandwidth: CHAINS accumulators of
 // consecutive aligned vectors, `passes` times over the buffer. Scattered
 // read bandwidth: the buffer as rows of kScatterRowBytes, read in runs of
 // kScatterRunBytes, one run from each row in turn (a register tile walking
@@ -106,6 +110,18 @@ struct VectorProbes {
       _Pragma("GCC unroll 8") for (int j = 0; j < 8; ++j) a = FMADD(a, m, c);                             \
     }                                                                                                     \
     return a[0];                                                                                          \
+  }                                                                                                       \
+  __attribute__((target(TARGET), noinline)) float fma_broadcast_##BITS(const float* p, long iters) {      \
+    VEC acc[CHAINS];                                                                                      \
+    for (int j = 0; j < CHAINS; ++j) acc[j] = SET1(float(j));                                             \
+    for (long i = 0; i < iters; ++i) {                                                                    \
+      asm volatile("" : "+r"(p));                                                                         \
+      const VEC v = *reinterpret_cast<const VEC*>(p);                                                     \
+      _Pragma("GCC unroll 32") for (int j = 0; j < CHAINS; ++j) acc[j] = FMADD(SET1(p[j]), v, acc[j]);    \
+    }                                                                                                     \
+    VEC s = acc[0];                                                                                       \
+    for (int j = 1; j < CHAINS; ++j) s += acc[j];                                                         \
+    return s[0];                                                                                          \
   }                                                                                                       \
   __attribute__((target(TARGET), noinline)) float read_##BITS(const float* p, size_t n, long passes) {     \
     constexpr size_t lanes = BITS / 32;                                                                   \
@@ -142,11 +158,11 @@ LOOM_VECTOR_PROBES(512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 24)
 
 std::vector<VectorProbes> vector_probes() {
   __builtin_cpu_init();
-  return {{128, 12, fma_chains_128, fma_latency_128, read_128, scattered_128,
+  return {{128, 12, fma_chains_128, fma_latency_128, fma_broadcast_128, read_128, scattered_128,
            bool(__builtin_cpu_supports("fma"))},
-          {256, 12, fma_chains_256, fma_latency_256, read_256, scattered_256,
+          {256, 12, fma_chains_256, fma_latency_256, fma_broadcast_256, read_256, scattered_256,
            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-          {512, 24, fma_chains_512, fma_latency_512, read_512, scattered_512,
+          {512, 24, fma_chains_512, fma_latency_512, fma_broadcast_512, read_512, scattered_512,
            bool(__builtin_cpu_supports("avx512f"))}};
 }
 #else
@@ -198,6 +214,10 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
     auto latency = [&](long n) { g_sink = v.latency_fn(n); };
     const long lat_iters = calibrate(latency, 1e-3);
     fma.latency_cycles = best_seconds(latency, lat_iters, 5) / (8.0 * double(lat_iters)) * ghz * 1e9;
+    alignas(64) static const float operands[64] = {};
+    auto broadcast = [&](long n) { g_sink = v.broadcast_fn(operands, n); };
+    const long bc_iters = calibrate(broadcast, 1e-3);
+    fma.broadcast_cycles = best_seconds(broadcast, bc_iters, 5) / (double(v.chains) * double(bc_iters)) * ghz * 1e9;
     probe.fma.push_back(fma);
     probe.frequency_ghz = ghz;
     widest_read = v.read_fn;
@@ -237,6 +257,7 @@ void apply_probe(const HostProbe& probe, CpuSpec& cpu) {
     const double flops_per_fma = 2.0 * cpu.fp32_lanes();
     cpu.fma_units = std::clamp(int(std::lround(f.gflops / (cpu.frequency_ghz * flops_per_fma))), 1, 8);
     cpu.fma_latency = std::clamp(int(std::lround(f.latency_cycles)), 1, 64);
+    if (f.broadcast_cycles > 0) cpu.broadcast_fma_cycles = std::clamp(f.broadcast_cycles, 0.05, 16.0);
     cpu.peak_gflops_per_core = f.gflops;
   }
   for (size_t i = 0; i < probe.cache_gbs.size() && i < cpu.caches.size(); ++i)

@@ -1,5 +1,6 @@
 // Microbenchmarks for what cpuid and sysfs cannot tell about the host core:
-// the clock it actually runs at, FMA throughput and latency per vector width,
+// the clock it actually runs at, FMA throughput and latency per vector width
+// (and with broadcast operands),
 // and read bandwidth from each cache level and from DRAM.
 //
 // Cycles are counted against a dependent chain of integer additions, which
@@ -19,6 +20,10 @@ struct FmaProbe {
   int vector_bits = 0;
   double gflops = 0;          // fp32, independent chains, one core
   double latency_cycles = 0;  // one dependent chain
+  // Cycles per FMA when each takes an operand broadcast from memory (the
+  // broadcasts of an outer product; they bind where they cost more than
+  // an FMA slot).
+  double broadcast_cycles = 0;
 };
 
 struct HostProbe {

@@ -207,7 +207,7 @@ std::string describe(const HostProbe& probe) {
 HwSpec measure_host() {
   HwSpec spec = detect_host_structure();
   const std::string key = cpu_model_text() + "vector_bits=" + std::to_string(spec.cpu.vector_bits) +
-                          " loom=" LOOM_VERSION " probe=3\n";
+                          " loom=" LOOM_VERSION " probe=4\n";
   std::string path;
   try {
     path = cache_directory() + "/host-" + fnv1a_hex(key) + ".yaml";
@@ -243,7 +243,7 @@ std::string hwspec_fingerprint(const HwSpec& s) {
   os << int(s.kind) << ';' << c.cores << ';' << c.threads_per_core << ';' << c.vector_bits << ';' << c.fma_units << ';'
      << c.fma_latency << ';' << c.vector_registers << ';' << c.frequency_ghz << ';' << c.peak_gflops_per_core << ';'
      << c.dram_bandwidth_gbs << ';' << c.dram_core_bandwidth_gbs << ';' << c.dram_core_scattered_bandwidth_gbs << ';'
-     << c.load_bytes_per_cycle << ';';
+     << c.load_bytes_per_cycle << ';' << c.broadcast_fma_cycles << ';';
   for (const CacheLevel& l : c.caches)
     os << l.name << ',' << l.size_bytes << ',' << l.line_bytes << ',' << l.associativity << ',' << l.shared_by_cores
        << ',' << l.bandwidth_gbs << ',' << l.scattered_bandwidth_gbs << ';';

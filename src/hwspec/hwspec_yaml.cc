@@ -146,7 +146,7 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   r.only_keys(n, "cpu", {"cores", "threads_per_core", "vector_bits", "fma_units", "fma_latency",
                          "vector_registers", "frequency_ghz", "peak_gflops_per_core", "dram_bandwidth_gbs",
                          "dram_core_bandwidth_gbs", "dram_core_scattered_bandwidth_gbs", "load_bytes_per_cycle",
-                         "caches", "isa"});
+                         "broadcast_fma_cycles", "caches", "isa"});
   CpuSpec c;
   c.cores = int(r.integer(n, "cpu", "cores", true, 1, 1, 4096));
   c.threads_per_core = int(r.integer(n, "cpu", "threads_per_core", false, 1, 1, 8));
@@ -167,6 +167,7 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
   r.at_most("cpu.dram_core_scattered_bandwidth_gbs", c.dram_core_scattered_bandwidth_gbs, "dram_core_bandwidth_gbs",
             c.dram_core_bandwidth_gbs);
   c.load_bytes_per_cycle = int(r.integer(n, "cpu", "load_bytes_per_cycle", false, 0, 0, 4096));
+  c.broadcast_fma_cycles = r.number(n, "cpu", "broadcast_fma_cycles", false, 0.0, 0.0, 16);
   if (YAML::Node isa = n["isa"]) {
     if (!isa.IsSequence()) r.fail("cpu.isa", "expected a list of ISA extension names");
     for (const auto& e : isa) c.isa.push_back(e.as<std::string>());
@@ -305,6 +306,7 @@ void emit_cpu(YAML::Emitter& out, const CpuSpec& c) {
   if (c.dram_core_scattered_bandwidth_gbs > 0)
     out << YAML::Key << "dram_core_scattered_bandwidth_gbs" << YAML::Value << c.dram_core_scattered_bandwidth_gbs;
   if (c.load_bytes_per_cycle > 0) out << YAML::Key << "load_bytes_per_cycle" << YAML::Value << c.load_bytes_per_cycle;
+  if (c.broadcast_fma_cycles > 0) out << YAML::Key << "broadcast_fma_cycles" << YAML::Value << c.broadcast_fma_cycles;
   out << YAML::Key << "isa" << YAML::Value << YAML::Flow << c.isa;
   out << YAML::Key << "caches" << YAML::Value << YAML::BeginSeq;
   for (const CacheLevel& l : c.caches) {

@@ -156,6 +156,47 @@ TEST(AnalyticModel, RegistersBeyondTheFileSpill) {
   EXPECT_GT(b.penalty_s, a.penalty_s + 0.5 * steps_taken * 4 / (spec.cpu.frequency_ghz * 1e9));
 }
 
+// Compute time per flop of a matmul's state built by `steps` (one register
+// level of tiles: vectorize N by 8, then grow the register tile).
+double compute_per_flop(const HwSpec& spec, int64_t M, const std::vector<std::string>& steps, State* out = nullptr) {
+  const Task task = make_task(make_operator("matmul", {{"M", std::to_string(M)}, {"N", "64"}, {"K", "256"}}), spec, 1);
+  const State s = apply_all(task, steps);
+  if (out) *out = s;
+  return estimate(*task.anchor, *s, spec, 1).compute_s / (2.0 * double(M) * 64 * 256);
+}
+
+TEST(AnalyticModel, OneAccumulatorIsBoundByTheFmaLatencyAlone) {
+  // One vector accumulator: each reduction step waits for the previous
+  // FMA (fma_latency cycles) while its two loads take one cycle beside it;
+  // the step costs the latency, not the latency and the loads one after
+  // the other.
+  const HwSpec spec = load_hwspec("haswell_avx2");
+  State s;
+  const double t = compute_per_flop(spec, 16, {"vectorize 1 8"}, &s);
+  ASSERT_EQ(s->tile[s->reg_level()][0] * 100 + s->tile[s->reg_level()][1], 108) << s->str();
+  const double at_peak = 1 / (spec.cpu.peak_gflops_per_core * 1e9);
+  EXPECT_NEAR(t / at_peak, double(spec.cpu.fma_latency * spec.cpu.fma_units), 1e-9);
+}
+
+TEST(AnalyticModel, PeeledRemaindersRunAtTheirOwnRate) {
+  // A register tile of 6 rows x 2 vectors (12 accumulators: enough to hide
+  // the FMA latency) over M = 12 runs whole; over M = 7 its last row is a
+  // peeled body of 2 accumulators, latency bound, doing a seventh of the
+  // work at a fraction of the rate.
+  const HwSpec spec = load_hwspec("haswell_avx2");
+  std::vector<std::string> steps = {"vectorize 1 8", "tile_grow 3 1"};
+  steps.insert(steps.end(), 5, "tile_grow 3 0");
+  State whole, cut;
+  const double t_whole = compute_per_flop(spec, 12, steps, &whole);
+  const double t_cut = compute_per_flop(spec, 7, steps, &cut);
+  const int reg = whole->reg_level();
+  ASSERT_EQ(whole->tile[reg][0] * 100 + whole->tile[reg][1], 616) << whole->str();
+  ASSERT_EQ(cut->tile[reg][0] * 100 + cut->tile[reg][1], 616) << cut->str();
+  // The 2-accumulator row: fma_latency cycles per step instead of one.
+  const double tail_slowdown = double(spec.cpu.fma_latency) / (2.0 / spec.cpu.fma_units);
+  EXPECT_NEAR(t_cut / t_whole, 6.0 / 7 + tail_slowdown / 7, 1e-6);
+}
+
 TEST(AnalyticModel, AWindowsOverlappingRowsAreReadOnce) {
   // Depthwise 3x3 over 56x56x144 (1.8 MB in, 1.8 MB out: past L2), micro-
   // kernel calls walking along rows: consecutive calls share two of their

@@ -69,6 +69,10 @@ TEST(HwSpec, HostIsDetected) {
   }
   EXPECT_GT(c.dram_core_scattered_bandwidth_gbs, 0);
   EXPECT_LE(c.dram_core_scattered_bandwidth_gbs, c.dram_core_bandwidth_gbs);
+  // FMAs fed by broadcasts: no faster than the FMA pipes allow (less a
+  // margin for the clock measured apart), no slower than a few cycles each.
+  EXPECT_GT(c.broadcast_fma_cycles, 0.8 / c.fma_units);
+  EXPECT_LT(c.broadcast_fma_cycles, 4.0);
 #endif
 }
 
@@ -135,6 +139,20 @@ TEST(HwSpec, BadFilesNameTheFileFieldAndValue) {
                                               "  dram_core_scattered_bandwidth_gbs: 12\n"),
                                       "f.yaml"),
                     "field 'cpu.dram_core_scattered_bandwidth_gbs': value '12' exceeds dram_core_bandwidth_gbs 10");
+}
+
+TEST(HwSpec, BroadcastCostIsReadPrintedAndRanged) {
+  const std::string text = replace(kGoodCpu, "  fma_units: 2\n", "  fma_units: 2\n  broadcast_fma_cycles: 1.25\n");
+  const HwSpec s = parse_hwspec_yaml(text, "t.yaml");
+  EXPECT_EQ(s.cpu.broadcast_fma_cycles, 1.25);
+  const HwSpec again = parse_hwspec_yaml(hwspec_to_yaml(s), "printed");
+  EXPECT_EQ(again.cpu.broadcast_fma_cycles, 1.25);
+  EXPECT_EQ(hwspec_fingerprint(again), hwspec_fingerprint(s));
+  EXPECT_NE(hwspec_fingerprint(parse_hwspec_yaml(kGoodCpu, "t.yaml")), hwspec_fingerprint(s));
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "1.25", "-1"), "f.yaml"),
+                    "field 'cpu.broadcast_fma_cycles': value '-1' is outside the physical range [0, 16]");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "1.25", "fast"), "f.yaml"),
+                    "field 'cpu.broadcast_fma_cycles': value 'fast' is not a number");
 }
 
 TEST(HwSpec, ScatteredBandwidthsAreReadAndPrinted) {
