@@ -325,7 +325,7 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
   const int lanes = target.cpu.fp32_lanes();
   std::vector<int> axes;
   for (int a = 0; a < anchor.num_axes(); ++a)
-    if (!anchor.is_reduce_axis(a) || anchor.is_reduction) axes.push_back(a);
+    if (offers_vector_along(anchor, a)) axes.push_back(a);
   std::stable_sort(axes.begin(), axes.end(), [&](int a, int b) { return vector_affinity(anchor, a) > vector_affinity(anchor, b); });
   // The output-contiguous axis is always tried, with the inputs that are
   // strided along it packed (their packed layout is contiguous there).

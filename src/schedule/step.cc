@@ -329,6 +329,10 @@ StepResult apply_step(const StateData& state, const Step& step, const AnchorInfo
   return {next, {}};
 }
 
+bool offers_vector_along(const AnchorInfo& anchor, int a) {
+  return (!anchor.is_reduce_axis(a) || anchor.is_reduction) && anchor.extents[a].as_const_int() != int64_t(1);
+}
+
 std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
   std::vector<Step> steps;
   for (int l = 0; l < s.levels(); ++l)
@@ -345,7 +349,7 @@ std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, 
   if (target.kind == TargetKind::Cpu) {
     const int lanes = target.cpu.fp32_lanes();
     for (int a = 0; a < s.num_axes; ++a)
-      if (a != s.vec_axis && (!anchor.is_reduce_axis(a) || anchor.is_reduction)) steps.push_back({StepKind::Vectorize, a, lanes});
+      if (a != s.vec_axis && offers_vector_along(anchor, a)) steps.push_back({StepKind::Vectorize, a, lanes});
     if (s.vec_axis >= 0) steps.push_back({StepKind::Vectorize, s.vec_axis, 1});
     if (anchor.is_reduction) {
       if (s.unroll < 16) steps.push_back({StepKind::Unroll, s.unroll * 2, 0});

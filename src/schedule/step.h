@@ -74,6 +74,11 @@ StepResult apply_step(const StateData& state, const Step& step, const AnchorInfo
 // (a third of the states a convolution's traversal weighed).
 std::vector<Step> candidate_steps(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);
 
+// Whether construction vectorizes along axis `a` on a CPU: a spatial axis,
+// or a reduction axis of a reduction; never an axis of one element (one
+// lane used: the scalar kernel under another name).
+bool offers_vector_along(const AnchorInfo& anchor, int a);
+
 // Checks a whole state against the target's limits; empty when legal.
 Reason legality(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);
 std::string check_legal(const StateData& state, const AnchorInfo& anchor, const HwSpec& target);

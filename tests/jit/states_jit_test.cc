@@ -352,6 +352,35 @@ TEST(States, ReordersOfLoopsThatRunOnceAreNotCandidates) {
   EXPECT_GT(moved_once, 0);
 }
 
+// A vector along an axis of one element (a GEMV's M) uses one lane: the
+// scalar kernel under another name. Construction neither seeds nor offers
+// it, and vectorizes the GEMV along N; the step itself stays legal (records
+// that hold it replay), and both kernels match the reference.
+TEST(States, NoVectorAlongAnAxisOfOneElement) {
+  HwSpec hw = load_hwspec("haswell_avx2");
+  Operator op = make_operator("matmul", {{"M", "1"}, {"N", "45"}, {"K", "29"}});
+  Task task = make_task(op, hw, 1);
+  const AnchorInfo& anchor = *task.anchor;
+  int vectorizes = 0;
+  for (const State& seed : seed_states(anchor, hw)) {
+    EXPECT_NE(seed->vec_axis, 0) << seed->str();
+    for (const Step& step : candidate_steps(*seed, anchor, hw)) {
+      if (step.kind != StepKind::Vectorize || step.b == 1) continue;
+      ++vectorizes;
+      EXPECT_NE(step.a, 0) << step.str() << " on " << seed->str();
+    }
+  }
+  EXPECT_GT(vectorizes, 0);  // along N and K still
+  const std::vector<RankedState> top = construct_states(task, 10, {});
+  ASSERT_FALSE(top.empty());
+  for (const RankedState& r : top) EXPECT_NE(r.state->vec_axis, 0) << r.state->str();
+  const auto inputs = random_inputs(op, 5);
+  EXPECT_TRUE(test::run_and_check(op, compile_schedule(op, schedule_with_state(task, top[0].state), hw, 1), inputs).ok);
+  StepResult by_hand = apply_step(*initial_state(anchor, hw), {StepKind::Vectorize, 0, 8}, anchor, hw);
+  ASSERT_TRUE(by_hand) << by_hand.why();
+  EXPECT_TRUE(test::run_and_check(op, compile_schedule(op, schedule_with_state(task, by_hand.state), hw, 1), inputs).ok);
+}
+
 // The model does not see unroll, so construction gives its CPU states a
 // fixed one (4) rather than whatever the walk reached: every top state of a
 // reduction carries it, they stay distinct, replay to themselves and match
