@@ -189,7 +189,6 @@ bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, i
   return true;
 }
 
-
 // How fast the micro-kernel runs one reduction step of register block `t`
 // (its spatial sizes; the reduction axes at their per-step size).
 struct BlockRate {
@@ -213,19 +212,19 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   // access with the fewest (kept for the whole tile; an outer product) plus
   // one streaming in; broadcasts need one.
   double operand_vectors = 1e30;
+  // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
+  // load takes one of the two load ports, a broadcast the spec's measured
+  // cycles; a gathered vector is assembled an element per cycle (a scalar
+  // load and an insert each).
+  const double vector_cost = std::max(0.5, double(cpu.vector_bits / 8) / double(cpu.load_bytes()));
+  const double broadcast_cost = W > 1 && cpu.broadcast_fma_cycles > 0 ? cpu.broadcast_fma_cycles : 0.5;
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     const Access& x = an.accesses[i];
-    double data = x.data_tile(t.data());
+    const double data = x.data_tile(t.data());
     const bool along_vector = s.vec_axis >= 0 && x.uses_axis[s.vec_axis];
     const bool contiguous = along_vector && (s.pack[i] >= 0 || x.stride[s.vec_axis] == 1);
     const bool gathered = along_vector && !contiguous;
     r.gathers |= gathered;
-    // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
-    // load takes one of the two load ports, a broadcast the spec's measured
-    // cycles; a gathered vector is assembled an element per cycle (a
-    // scalar load and an insert each).
-    const double vector_cost = std::max(0.5, double(cpu.vector_bits / 8) / double(cpu.load_bytes()));
-    const double broadcast_cost = W > 1 && cpu.broadcast_fma_cycles > 0 ? cpu.broadcast_fma_cycles : 0.5;
     loads += contiguous ? data / W * vector_cost : gathered ? data : data * broadcast_cost;
     operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(data / W) : 1.0);
   }

@@ -8,10 +8,14 @@
 //                 scalar, divided by W for an unpacked access that must be
 //                 gathered (stride not 0 or 1 along the vector axis);
 //   ilp         = min(1, accumulators / (fma_latency * fma_units));
-//   issue       = FMA cycles / max(FMA cycles, load cycles) per reduction
-//                 step of the micro-kernel (vector loads at the hwspec's L1
-//                 load bandwidth, scalar/broadcast loads on two ports, a
-//                 gathered vector one element per cycle).
+//   ilp * issue = FMA cycles / max(FMA cycles, load cycles, fma_latency) per
+//                 reduction step of the micro-kernel (vector loads at the
+//                 hwspec's L1 load bandwidth, scalar loads on two ports,
+//                 broadcasts at the spec's measured broadcast_fma_cycles, a
+//                 gathered vector one element per cycle);
+//   each kind of register block lowering emits (the register tile, and the
+//   remainders it peels along statically sized axes, with fewer
+//   accumulators) computes its share of the points at its own ilp * issue.
 // Traffic. Per granularity g (a micro-kernel call, each cache tile, the
 // parallel tile) and access X:
 //   bytes_g(X)  = 4 * D_X(T_g) * calls_g / reuse_g(X),
