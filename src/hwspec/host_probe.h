@@ -1,7 +1,7 @@
 // Microbenchmarks for what cpuid and sysfs cannot tell about the host core:
 // the clock it actually runs at, FMA throughput and latency per vector width
-// (and with broadcast operands),
-// and read bandwidth from each cache level and from DRAM.
+// (and FMAs fed by broadcasts), and read bandwidth from each cache level and
+// from DRAM.
 //
 // Cycles are counted against a dependent chain of integer additions, which
 // take one cycle on every out-of-order core, so no vendor table and no
