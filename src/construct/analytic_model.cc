@@ -250,7 +250,7 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
 template <typename F>
 void for_each_register_block(const StateData& s, const AnchorInfo& an, const Small<int64_t>& t, F&& f) {
   using Sizes = Small<std::pair<int64_t, double>>;  // block size, share of the extent
-  std::vector<Sizes> sizes(size_t(an.num_spatial));
+  Small<Sizes> sizes(size_t(an.num_spatial));
   for (int a = 0; a < an.num_spatial; ++a) {
     const int64_t extent = an.plan_extent(a);
     if (!register_tiles_sized_statically(s, an, a) || extent % s.tile[s.reg_level()][a] == 0) {

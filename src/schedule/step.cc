@@ -330,7 +330,7 @@ StepResult apply_step(const StateData& state, const Step& step, const AnchorInfo
 }
 
 bool offers_vector_along(const AnchorInfo& anchor, int a) {
-  return (!anchor.is_reduce_axis(a) || anchor.is_reduction) && anchor.extents[a].as_const_int() != int64_t(1);
+  return (!anchor.is_reduce_axis(a) || anchor.is_reduction) && anchor.const_extent[size_t(a)] != 1;
 }
 
 std::vector<Step> candidate_steps(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
