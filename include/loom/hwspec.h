@@ -11,6 +11,10 @@
 
 namespace loom {
 
+// The run length the scattered bandwidths below are defined at (and the
+// host probe reads): 256-byte runs, each in a row 16 KiB from the last.
+constexpr int64_t kScatteredRunBytes = 256;
+
 struct CacheLevel {
   std::string name;          // "L1d", "L2", "L3"
   int64_t size_bytes = 0;    // capacity of one instance
@@ -18,8 +22,8 @@ struct CacheLevel {
   int64_t associativity = 8;
   int64_t shared_by_cores = 1;  // cores sharing one instance
   double bandwidth_gbs = 0;     // per core; 0 when unknown
-  // Per core, read in short runs (256 bytes) scattered over rows, where no
-  // prefetcher helps; 0 when unknown (taken as bandwidth_gbs).
+  // Per core, read in runs of kScatteredRunBytes scattered over rows, where
+  // no prefetcher helps; 0 when unknown (taken as bandwidth_gbs).
   double scattered_bandwidth_gbs = 0;
 };
 

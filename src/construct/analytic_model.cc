@@ -37,6 +37,21 @@ double scattered_bandwidth(const CpuSpec& c, size_t i) {
   return read_bandwidth(c, i);
 }
 
+// Bytes per second of reads in runs of `run` bytes that no prefetcher
+// covers, from level `i`. A run shorter than the spec's scattered figure
+// was measured on (kScatteredRunBytes) pays the same fixed cost per run
+// (the miss, a page walk when it starts another page) for fewer bytes: the
+// cost that figure adds to streaming the probe's run. Longer runs read at
+// the scattered figure (measured: 1 KiB runs a page apart read no faster
+// from DRAM than 256-byte ones).
+double demand_bandwidth(const CpuSpec& c, size_t i, double run) {
+  const double stream = read_bandwidth(c, i), scattered = scattered_bandwidth(c, i);
+  const double probe_run = double(kScatteredRunBytes);
+  if (run >= probe_run) return scattered;
+  const double per_run_s = std::max(0.0, probe_run / scattered - probe_run / stream);
+  return run / (per_run_s + run / stream);
+}
+
 // Prefetchers follow a run of consecutive lines once they have seen its
 // first few, and stop at a page boundary; they track a handful of runs at a
 // time. (These are the common behaviour of hardware prefetchers, not one
@@ -199,6 +214,29 @@ struct BlockRate {
   bool gathers = false;
 };
 
+// How many unrolled copies of the micro-kernel's step keep their operands
+// live together: LLVM unrolls the innermost reduction loop (wholly when it
+// is a few taps long, else by the state's factor), and when that loop is a
+// window axis the register tile slides along, a copy's operands are loaded
+// again by the next copy (oh + kh: row i of tap k is row i + 1 of tap k - 1),
+// so common-subexpression elimination keeps them all. 1 otherwise.
+double overlapping_copies(const StateData& s, const AnchorInfo& an, const Small<int64_t>& t) {
+  constexpr int64_t kWholeUnrollTrips = 4;  // loops this short are unrolled whatever the hint
+  const int reg = s.reg_level();
+  const auto order = s.order[reg - 1];
+  for (const int* it = order.end(); it != order.begin();) {
+    const int r = *--it;
+    const int64_t R = reg > 1 ? s.tile[reg - 1][r] : an.plan_extent(r);
+    if (!an.is_reduce_axis(r) || R <= 1) continue;
+    const int64_t copies = R <= kWholeUnrollTrips ? R : std::min<int64_t>(R, s.unroll);
+    for (const Access& x : an.accesses)
+      for (int a = 0; a < an.num_spatial; ++a)
+        if (t[a] > 1 && x.slides_with(a, r)) return double(copies);
+    return 1;
+  }
+  return 1;
+}
+
 BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cpu, const Small<int64_t>& t) {
   BlockRate r;
   const int W = s.vec_axis >= 0 ? s.vec_width : 1;
@@ -230,7 +268,8 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   }
   // Accumulators and operands beyond the register file spill: each spilled
   // register is stored and reloaded in every reduction step.
-  const double live = (an.is_reduction ? r.accumulators : 0) + (an.accesses.empty() ? 0 : operand_vectors + 1);
+  const double live = (an.is_reduction ? r.accumulators : 0) +
+                      (an.accesses.empty() ? 0 : (operand_vectors + 1) * overlapping_copies(s, an, t));
   r.spilled = std::max(0.0, live - double(cpu.vector_registers));
   // A step lasts as long as its FMAs, its loads (in cycles) or, for a
   // reduction, one FMA latency (each accumulator's chain); these overlap,
@@ -361,20 +400,28 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     double bytes = 0;
     double streamed = 0;  // bytes when nothing stays resident between calls
     // The part of `bytes` (`streamed`) read as demand misses: runs too short
-    // for a prefetcher to follow.
-    double demand = 0, streamed_demand = 0;
+    // for a prefetcher to follow; and that part weighted by what its runs
+    // cost against the spec's scattered figure.
+    double demand = 0, streamed_demand = 0, demand_cost = 0, streamed_demand_cost = 0;
   };
   Small<int64_t> scratch(s.tile[reg], s.tile[reg] + n);  // a micro-kernel call's block
   for (int a = an.num_spatial; a < n; ++a) scratch[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
   // Per access (the output last): the part of its bytes that arrive as
   // demand misses, from the runs it reads in time order. A packed access
   // reads its own contiguous buffer; its source is read by the pack.
-  Small<double> demand_fraction;
+  // Those misses come a run at a time, the run's first bytes before a
+  // prefetcher takes over (`demand_run`).
+  Small<double> demand_fraction, demand_run;
   for (size_t i = 0; i <= an.accesses.size(); ++i) {
     const bool packed = i < an.accesses.size() && s.pack[i] >= 0;
     const Access& x = i < an.accesses.size() ? an.accesses[i] : an.output;
-    demand_fraction.push_back(packed ? 0.0 : demand_share(stream_bytes(s, an, trip, x, scratch)));
+    const double run = packed ? kPageBytes : stream_bytes(s, an, trip, x, scratch);
+    demand_fraction.push_back(packed ? 0.0 : demand_share(run));
+    demand_run.push_back(std::min({run, kPrefetchLeadBytes, kPageBytes}));
   }
+  // Per access, the cost of its demand bytes from the level being charged,
+  // against the spec's scattered figure (1: runs as long as the probe's).
+  Small<double> demand_weight(demand_run.size(), 1.0);
   // The blocks, innermost first: one micro-kernel call, each loop of a
   // level widening the block it sweeps (the working sets between two
   // levels' tiles, where a window's rows or a panel may fit a cache that
@@ -413,8 +460,9 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     Traffic g;
     double calls = 1;
     for (int a = 0; a < n; ++a) calls *= ceil_div(double(full[a]), double(t[a]));
-    // `demand`: the fraction of the access's bytes read as demand misses.
-    auto add = [&](const Access& x, double times, double line_util, double demand) {
+    // `demand`: the fraction of the access's bytes read as demand misses,
+    // `weight` their cost against the spec's scattered figure.
+    auto add = [&](const Access& x, double times, double line_util, double demand, double weight) {
       // Loops that do not move the access reuse its tile; the first that
       // does reads, over its sweep, the union of its tiles once: a window's
       // overlapping rows stay in the cache the tile fits in.
@@ -437,16 +485,18 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       const double streamed = 4 * elems * times * calls / line_util, bytes = streamed * per_call / elems / reuse;
       g.bytes += bytes;
       g.demand += bytes * demand;
+      g.demand_cost += bytes * demand * weight;
       g.streamed += streamed;
       g.streamed_demand += streamed * demand;
+      g.streamed_demand_cost += streamed * demand * weight;
     };
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       const Access& x = an.accesses[i];
       const int unit = x.contiguous_axis();
       const double run = unit >= 0 ? double(t[unit]) : 1;
-      add(x, 1, s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0), demand_fraction[i]);
+      add(x, 1, s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0), demand_fraction[i], demand_weight[i]);
     }
-    add(an.output, 2, 1, demand_fraction.back());
+    add(an.output, 2, 1, demand_fraction.back(), demand_weight.back());
     return g;
   };
   for (size_t level = 0; level < cpu.caches.size() && level < est.level_s.size(); ++level) {
@@ -461,11 +511,14 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const Block* fit = nullptr;
     for (const Block& b : blocks)
       if (b.footprint <= capacity) fit = &b;
+    for (size_t i = 0; i < demand_run.size(); ++i)
+      demand_weight[i] = scattered_bandwidth(cpu, level + 1) / demand_bandwidth(cpu, level + 1, demand_run[i]);
     // Nothing fits: every micro-kernel call streams its whole working set.
     const Traffic g = traffic(fit ? *fit : blocks.front());
     const double bytes = fit ? g.bytes : g.streamed;
     const double demand = fit ? g.demand : g.streamed_demand;
-    est.level_s[est.caches++] = (bytes - demand) / bandwidth + demand / scattered_bandwidth(cpu, level + 1);
+    const double demand_cost = fit ? g.demand_cost : g.streamed_demand_cost;
+    est.level_s[est.caches++] = (bytes - demand) / bandwidth + demand_cost / scattered_bandwidth(cpu, level + 1);
   }
   double outer_trips = 1;  // number of level-0 tiles
   for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trip(0, a);

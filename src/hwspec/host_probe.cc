@@ -47,7 +47,7 @@ long calibrate(F&& run, double seconds) {
 volatile float g_sink;  // keeps the probes' results alive
 
 constexpr size_t kScatterRowBytes = 16 << 10;  // a row of a 4096-float matrix
-constexpr size_t kScatterRunBytes = 256;       // four cache lines of it
+constexpr size_t kScatterRunBytes = kScatteredRunBytes;  // four cache lines of it
 
 // 16 dependent integer additions per iteration: 16 cycles on any core that
 // adds in one cycle; the loop's own instructions run beside them.

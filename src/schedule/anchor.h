@@ -60,6 +60,20 @@ struct Access {
     return false;
   }
 
+  // Whether some dimension's index moves with both axes, like oh + kh:
+  // stepping one and stepping the other back reads the same element.
+  bool slides_with(int axis, int other) const {
+    for (const auto& row : dim_terms) {
+      bool first = false, second = false;
+      for (const Term& t : row) {
+        first |= t.axis == axis;
+        second |= t.axis == other;
+      }
+      if (first && second) return true;
+    }
+    return false;
+  }
+
   // Elements of the data tile read for axis tile sizes `tile` (per axis).
   double data_tile(const int64_t* tile) const {
     double elems = 1;

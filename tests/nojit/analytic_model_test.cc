@@ -81,6 +81,24 @@ TEST(AnalyticModel, ShortScatteredRunsCostTheScatteredBandwidth) {
   EXPECT_LT(slow.seconds(slow.streaming), 1.5 * flat.seconds(flat.streaming));
 }
 
+TEST(AnalyticModel, DemandRunsShorterThanTheProbesPayItsCostPerRun) {
+  // The GEMV's column walk with 1 vector (64-byte runs down B's rows) and
+  // with 8 (512-byte runs): the same bytes from DRAM, all demand misses.
+  // Where scattered reads cost 4x streaming ones, a 64-byte run pays the
+  // per-run cost a 256-byte probe run pays, for a quarter of the bytes:
+  // (3 + 0.25) / 1 = 3.25x the 512-byte runs' time per byte. Where they cost
+  // the same, there is no per-run cost and run length does not matter.
+  for (double slowdown : {4.0, 1.0}) {
+    const Gemv g(spec_with_scatter(slowdown));
+    const State narrow = apply_all(g.task, {"vectorize 1 16"});
+    ASSERT_EQ(narrow->tile[3][1], 16) << narrow->str();
+    const Estimate a = estimate(*g.task.anchor, *narrow, g.task.target, 1);
+    const Estimate b = estimate(*g.task.anchor, *g.column_walk, g.task.target, 1);
+    const int dram = a.caches - 1;  // the last cache, filled from DRAM
+    EXPECT_NEAR(a.level_s[dram] / b.level_s[dram], slowdown > 1 ? 3.25 : 1.0, 0.05) << a.str() << "\n" << b.str();
+  }
+}
+
 TEST(AnalyticModel, ConstructionFindsTheStreamingOrder) {
   const Gemv g(spec_with_scatter(4));
   const std::vector<RankedState> top = construct_states(g.task, 1, {});
@@ -195,6 +213,39 @@ TEST(AnalyticModel, PeeledRemaindersRunAtTheirOwnRate) {
   // The 2-accumulator row: fma_latency cycles per step instead of one.
   const double tail_slowdown = double(spec.cpu.fma_latency) / (2.0 / spec.cpu.fma_units);
   EXPECT_NEAR(t_cut / t_whole, 6.0 / 7 + tail_slowdown / 7, 1e-6);
+}
+
+TEST(AnalyticModel, AnUnrolledWindowLoopKeepsItsCopiesOperandsLive) {
+  // A 3x3 convolution's register tile of 6 output rows x 2 vectors on 16
+  // registers: 12 accumulators, one broadcast and one vector streaming in.
+  // With input channels innermost in the micro-kernel that fits. With kh
+  // innermost, its 3 taps are unrolled and row i of tap k is row i + 1 of
+  // tap k - 1: the copies' operands stay live together, 3 x 2, and 2
+  // registers spill every step. With kw innermost the taps slide along
+  // the output columns, which the tile does not span: no overlap.
+  const HwSpec spec = load_hwspec("haswell_avx2");
+  ASSERT_EQ(spec.cpu.vector_registers, 16);
+  const Task task = make_task(make_operator("conv2d", {{"N", "1"}, {"H", "28"}, {"W", "28"}, {"CI", "128"},
+                                                       {"CO", "128"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}),
+                              spec, 1);
+  std::vector<std::string> steps = {"vectorize 3 8", "tile_grow 3 3"};
+  steps.insert(steps.end(), 5, "tile_grow 3 1");
+  const State channels_inner = apply_all(task, steps);
+  const int reg = channels_inner->reg_level();
+  ASSERT_EQ(channels_inner->tile[reg][1] * 100 + channels_inner->tile[reg][3], 616) << channels_inner->str();
+  steps.push_back("reorder 2 5");  // kh, ci, kw
+  const State kw_inner = apply_all(task, steps);
+  steps.insert(steps.end(), {"reorder 2 4", "reorder 2 5"});  // ci, kw, kh
+  const State kh_inner = apply_all(task, steps);
+  ASSERT_EQ(*(kh_inner->order[reg - 1].end() - 1), 4) << kh_inner->str();
+  const Estimate a = estimate(*task.anchor, *channels_inner, spec, 1);
+  const Estimate b = estimate(*task.anchor, *kw_inner, spec, 1);
+  const Estimate c = estimate(*task.anchor, *kh_inner, spec, 1);
+  EXPECT_NEAR(b.penalty_s, a.penalty_s, 1e-12);
+  double points = 1;
+  for (int ax = 0; ax < task.anchor->num_axes(); ++ax) points *= double(task.anchor->plan_extent(ax));
+  const double steps_taken = points / (6 * 16);
+  EXPECT_NEAR(c.penalty_s - a.penalty_s, steps_taken * 2 / (spec.cpu.frequency_ghz * 1e9), 1e-3 * c.penalty_s);
 }
 
 TEST(AnalyticModel, AWindowsOverlappingRowsAreReadOnce) {
