@@ -155,14 +155,17 @@ double stream_bytes(const StateData& s, const AnchorInfo& an, const TripTable& t
 
 // The most lines one micro-kernel step of an unpacked access puts in one L1
 // set: the register tile's elements over its spatial axes (the vector axis
-// is one run), lines of `line` bytes, sets a `way` apart. 0 when the step
-// reads within one line.
-int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Access& x, int64_t line, int64_t way) {
+// is one run), lines of `line` bytes, sets a `way` apart. With `steps` > 1,
+// the lines of that many steps along reduction axis `r` together: a window
+// sliding with a tiled axis reads the same lines again, which count once.
+// 0 when they lie within one line.
+int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Access& x, int64_t line, int64_t way,
+                           int r = -1, int64_t steps = 1) {
   thread_local std::vector<int64_t> offsets, next;
   offsets.assign(1, 0);
   const int reg = s.reg_level();
-  for (int a = 0; a < an.num_spatial; ++a) {
-    const int64_t R = s.tile[reg][a];
+  for (int a = 0; a < an.num_axes(); ++a) {
+    const int64_t R = a == r ? steps : a < an.num_spatial ? s.tile[reg][a] : 1;
     if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
     next.clear();
     for (int64_t o : offsets)
@@ -606,13 +609,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   if (!cpu.caches.empty()) {
     const CacheLevel& l1 = cpu.caches.front();
     const int64_t way = std::max<int64_t>(l1.line_bytes, l1.size_bytes / std::max<int64_t>(1, l1.associativity));
-    // The L1 sets that lines a stride of `elems` floats apart fall into; 0
-    // when the stride is within a line (no conflict to charge).
-    auto sets_for_stride = [&](int64_t elems) -> int64_t {
-      const int64_t bytes = std::abs(elems) * 4;
-      if (bytes < l1.line_bytes) return 0;
-      return std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
-    };
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       if (s.pack[i] >= 0) continue;
       const Access& x = an.accesses[i];
@@ -623,16 +619,22 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       if (lines > l1.associativity) est.penalty_s += steps * double(lines) * 4.0 / freq;
       // Along a reduction axis the same happens over the micro-kernel's
       // reduction loop: R steps read lines a stride apart; when they crowd
-      // the sets, every step's lines come from L2 again.
-      const double step_bytes = x.data_tile(t.data()) * 4;
+      // a set, every step's lines come from L2 again. Steps a window slides
+      // over share lines, counted once; other steps' lines are their own,
+      // stacked in the same sets every way_bytes / gcd(stride, way) steps.
+      const double step_lines = std::ceil(x.data_tile(t.data()) * 4 / double(l1.line_bytes));
       for (int a = an.num_spatial; a < n; ++a) {
         const int64_t R = reg > 1 ? s.tile[reg - 1][a] : an.plan_extent(a);
         if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
-        const int64_t sets = sets_for_stride(*x.stride[a]);
-        if (sets == 0) continue;
-        const double lines = std::ceil(step_bytes / double(l1.line_bytes));
-        if ((R + sets - 1) / sets * int64_t(lines) > l1.associativity)
-          est.penalty_s += steps * lines * double(l1.line_bytes) / read_bandwidth(cpu, 1);
+        const int64_t bytes = std::abs(*x.stride[a]) * 4;
+        if (bytes < l1.line_bytes) continue;  // the steps share lines
+        bool slides = false;
+        for (int b = 0; b < an.num_spatial; ++b) slides |= t[b] > 1 && x.slides_with(b, a);
+        const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
+        const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, R)
+                                     : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
+        if (crowd > l1.associativity)
+          est.penalty_s += steps * step_lines * double(l1.line_bytes) / read_bandwidth(cpu, 1);
       }
     }
   }

@@ -151,6 +151,31 @@ TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
   EXPECT_GT(penalty(block, eight_way), 2 * penalty(block, wide));
 }
 
+TEST(AnalyticModel, AWindowSlidingAlongTheTileCountsItsLinesOnce) {
+  // A depthwise 3x3 convolution in NHWC with 1024 channels: pixels 4 KiB
+  // apart, so on a 32 KiB 8-way L1 (4 KiB per way) every pixel's first line
+  // falls into one set. Over the micro-kernel's kw loop, a tile of 2 output
+  // columns x 2 vectors reads input columns 0-3, not 3 x 2: 4 lines a set,
+  // which fit. A tile of 7 columns reads 9: a set overflows.
+  HwSpec eight_way = spec_with_scatter(1), wide = eight_way;
+  eight_way.cpu.caches[0].size_bytes = 32 << 10;
+  eight_way.cpu.caches[0].associativity = 8;
+  wide.cpu.caches[0].size_bytes = 32 << 10;
+  wide.cpu.caches[0].associativity = 64;
+  const Operator op = make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "7"}, {"W", "7"}, {"C", "1024"},
+                                                         {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
+  const Task task = make_task(op, eight_way, 1);
+  auto penalty = [&](const State& s, const HwSpec& spec) { return estimate(*task.anchor, *s, spec, 1).penalty_s; };
+  std::vector<std::string> steps = {"vectorize 3 16", "tile_grow 3 3", "tile_grow 3 2"};
+  const State two = apply_all(task, steps);
+  ASSERT_EQ(two->tile[3][2] * 100 + two->tile[3][3], 232) << two->str();
+  steps.insert(steps.end(), 5, "tile_grow 3 2");
+  const State seven = apply_all(task, steps);
+  ASSERT_EQ(seven->tile[3][2], 7) << seven->str();
+  EXPECT_NEAR(penalty(two, eight_way), penalty(two, wide), 1e-12);
+  EXPECT_GT(penalty(seven, eight_way), penalty(seven, wide));
+}
+
 TEST(AnalyticModel, RegistersBeyondTheFileSpill) {
   // Y = X W^T with the reduction vectorized: 5 x 6 outputs need 30
   // accumulators plus 5 operand vectors kept and one streaming in, 4 past
