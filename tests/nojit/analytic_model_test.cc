@@ -24,6 +24,15 @@ HwSpec spec_with_scatter(double slowdown) {
   return spec;
 }
 
+// The same core with a 32 KiB L1 of `ways` ways: 8 (4 KiB a way) crowds
+// sets that 64 do not.
+HwSpec with_l1_ways(int ways) {
+  HwSpec spec = spec_with_scatter(1);
+  spec.cpu.caches[0].size_bytes = 32 << 10;
+  spec.cpu.caches[0].associativity = ways;
+  return spec;
+}
+
 State apply_all(const Task& task, const std::vector<std::string>& steps) {
   std::string text;
   for (const std::string& s : steps) text += s + "\n";
@@ -131,11 +140,7 @@ TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
   // apart along a row, rows 56 KiB apart. On a 32 KiB 8-way L1 (4 KiB per
   // way) all of them fall into two sets: 7 columns alone fit, 7 columns x 4
   // rows (14 lines a set) do not, though neither axis alone crowds a set.
-  HwSpec eight_way = spec_with_scatter(1), wide = eight_way;
-  eight_way.cpu.caches[0].size_bytes = 32 << 10;
-  eight_way.cpu.caches[0].associativity = 8;
-  wide.cpu.caches[0].size_bytes = 32 << 10;
-  wide.cpu.caches[0].associativity = 64;
+  const HwSpec eight_way = with_l1_ways(8), wide = with_l1_ways(64);
   const Operator op = make_operator("conv2d", {{"N", "1"}, {"H", "28"}, {"W", "28"}, {"CI", "512"}, {"CO", "128"},
                                                {"KH", "1"}, {"KW", "1"}, {"stride", "1"}, {"pad", "0"}});
   const Task task = make_task(op, eight_way, 1);
@@ -157,11 +162,7 @@ TEST(AnalyticModel, AWindowSlidingAlongTheTileCountsItsLinesOnce) {
   // falls into one set. Over the micro-kernel's kw loop, a tile of 2 output
   // columns x 2 vectors reads input columns 0-3, not 3 x 2: 4 lines a set,
   // which fit. A tile of 7 columns reads 9: a set overflows.
-  HwSpec eight_way = spec_with_scatter(1), wide = eight_way;
-  eight_way.cpu.caches[0].size_bytes = 32 << 10;
-  eight_way.cpu.caches[0].associativity = 8;
-  wide.cpu.caches[0].size_bytes = 32 << 10;
-  wide.cpu.caches[0].associativity = 64;
+  const HwSpec eight_way = with_l1_ways(8), wide = with_l1_ways(64);
   const Operator op = make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "7"}, {"W", "7"}, {"C", "1024"},
                                                          {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
   const Task task = make_task(op, eight_way, 1);
