@@ -106,8 +106,9 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
 namespace loom {
 
 Schedule schedule_with_state(const Task& task, const State& state) {
-  Schedule sched = default_schedule(task.op, task.target);
+  Schedule sched = default_schedule(*task.scheduled, task.target);
   sched.anchor = task.anchor;
+  sched.op = task.scheduled;
   const AnchorInfo& anchor = *task.anchor;
   // A row-fused operator takes only the state's parallel tile over the row
   // axes (rows per task); its stages are lowered row by row, none fused.

@@ -47,6 +47,9 @@ struct Schedule {
   // The anchor analysis the state was made for, shared with its task so that
   // lowering does not repeat it; null when no stage carries a state.
   std::shared_ptr<const AnchorInfo> anchor;
+  // The operator the stages belong to, when it is not the one lowered: a
+  // task's collapsed operator (collapse_axes.h), over the same buffers.
+  std::shared_ptr<const Operator> op;
   std::string str() const;
 };
 

@@ -17,8 +17,10 @@ namespace loom {
 // The meaning of the steps, raised whenever a step's application changes:
 // tuning records keep the steps, not the state, and replaying older steps
 // would rebuild another state than the one measured. 2: CPU register tiles
-// step by one row or vector, outer tiles following (was: divisors).
-constexpr int kStepsVersion = 2;
+// step by one row or vector, outer tiles following (was: divisors). 3: steps
+// name the axes of the collapsed operator (collapse_axes.h), fewer where
+// pixels merge.
+constexpr int kStepsVersion = 3;
 
 struct StateData;
 struct AnchorInfo;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/size_binding.h"
+#include "schedule/collapse_axes.h"
 
 namespace loom {
 
@@ -25,9 +26,10 @@ Task make_task(const Operator& op, const HwSpec& target, int threads, double wei
   check_operator_sizes(op);
   Task t;
   t.op = op;
-  AnchorInfo anchor = analyze_anchor(op);
+  t.scheduled = std::make_shared<const Operator>(collapse_axes(op));
+  AnchorInfo anchor = analyze_anchor(*t.scheduled);
   if (!plan_sizes.empty()) {
-    const SizeBinding binding = bind_sizes(op, plan_sizes);
+    const SizeBinding binding = bind_sizes(*t.scheduled, plan_sizes);
     for (const Expr& e : anchor.extents) anchor.planned.push_back(eval_int(e, binding));
   }
   t.anchor = std::make_shared<const AnchorInfo>(std::move(anchor));

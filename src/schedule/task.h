@@ -20,8 +20,11 @@
 namespace loom {
 
 struct Task {
-  Operator op;
-  std::shared_ptr<const AnchorInfo> anchor;
+  Operator op;  // as declared: its buffers, its reference results, its records
+  // What states describe and schedules lower: op in its fewest axes
+  // (collapse_axes.h), over the same buffers; op itself when nothing merges.
+  std::shared_ptr<const Operator> scheduled;
+  std::shared_ptr<const AnchorInfo> anchor;  // of `scheduled`
   HwSpec target;
   int threads = 1;                  // resolved: never 0
   std::vector<int64_t> plan_sizes;  // per op.size_vars: the sizes measured at

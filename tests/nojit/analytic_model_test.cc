@@ -136,22 +136,23 @@ TEST(AnalyticModel, TilesLargerThanAShortAxisClaimNoReuse) {
 }
 
 TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
-  // A 1x1 convolution in NHWC with 512 channels: window positions 2 KiB
-  // apart along a row, rows 56 KiB apart. On a 32 KiB 8-way L1 (4 KiB per
-  // way) all of them fall into two sets: 7 columns alone fit, 7 columns x 4
-  // rows (14 lines a set) do not, though neither axis alone crowds a set.
+  // A 1x1 stride-2 convolution in NHWC with 512 channels: window positions
+  // 4 KiB apart along a row, rows 224 KiB apart. On a 32 KiB 8-way L1 (4 KiB
+  // per way) all of them fall into one set: 7 columns alone fit, 7 columns x
+  // 4 rows (28 lines a set) do not, though neither axis alone crowds a set.
   const HwSpec eight_way = with_l1_ways(8), wide = with_l1_ways(64);
-  const Operator op = make_operator("conv2d", {{"N", "1"}, {"H", "28"}, {"W", "28"}, {"CI", "512"}, {"CO", "128"},
-                                               {"KH", "1"}, {"KW", "1"}, {"stride", "1"}, {"pad", "0"}});
+  const Operator op = make_operator("conv2d", {{"N", "1"}, {"H", "56"}, {"W", "56"}, {"CI", "512"}, {"CO", "128"},
+                                               {"KH", "1"}, {"KW", "1"}, {"stride", "2"}, {"pad", "0"}});
   const Task task = make_task(op, eight_way, 1);
+  ASSERT_EQ(task.anchor->num_spatial, 3);  // [n oh, ow, co]: one image, its rows and n merged (collapse_axes.h)
   auto penalty = [&](const State& s, const HwSpec& spec) { return estimate(*task.anchor, *s, spec, 1).penalty_s; };
-  std::vector<std::string> steps = {"vectorize 3 16"};
-  steps.insert(steps.end(), 6, "tile_grow 3 2");  // 7 columns
+  std::vector<std::string> steps = {"vectorize 2 16"};
+  steps.insert(steps.end(), 6, "tile_grow 3 1");  // 7 columns
   const State columns = apply_all(task, steps);
-  ASSERT_EQ(columns->tile[3][2], 7);
-  steps.insert(steps.end(), 3, "tile_grow 3 1");  // 4 rows
+  ASSERT_EQ(columns->tile[3][1], 7);
+  steps.insert(steps.end(), 3, "tile_grow 3 0");  // 4 rows
   const State block = apply_all(task, steps);
-  ASSERT_EQ(block->tile[3][1], 4);
+  ASSERT_EQ(block->tile[3][0], 4);
   EXPECT_NEAR(penalty(columns, eight_way), penalty(columns, wide), 1e-12);
   EXPECT_GT(penalty(block, eight_way), 2 * penalty(block, wide));
 }
@@ -279,7 +280,8 @@ TEST(AnalyticModel, AWindowsOverlappingRowsAreReadOnce) {
   // kernel calls walking along rows: consecutive calls share two of their
   // three input rows (and columns), which stay in the cache the calls'
   // rows fit in. The input then moves into L2 about once, as for a 1x1
-  // window over the same image, not once per window row.
+  // window over the same image (one run of pixels: collapse_axes.h), not
+  // once per window row.
   const HwSpec spec = spec_with_scatter(1);
   auto l2_seconds = [&](int k) {
     const std::string size = std::to_string(56 + k - 1);
@@ -287,7 +289,10 @@ TEST(AnalyticModel, AWindowsOverlappingRowsAreReadOnce) {
                                                                    {"KH", std::to_string(k)}, {"KW", std::to_string(k)},
                                                                    {"stride", "1"}, {"pad", "0"}}),
                                 spec, 1);
-    const State s = apply_all(task, {"vectorize 3 16", "tile_grow 3 2", "tile_grow 3 2"});
+    EXPECT_EQ(task.anchor->num_spatial, k == 1 ? 2 : 4);  // [pixel, channel] or [n, oh, ow, channel]
+    const std::string columns = "tile_grow 3 " + std::to_string(task.anchor->num_spatial - 2);
+    const State s = apply_all(task, {"vectorize " + std::to_string(task.anchor->num_spatial - 1) + " 16", columns,
+                                     columns});
     const Estimate e = estimate(*task.anchor, *s, spec, 1);
     EXPECT_GT(e.level_s[1], 0) << s->str() << "\n" << e.str();
     return e.level_s[1];
