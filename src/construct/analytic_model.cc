@@ -622,7 +622,11 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       // a set, every step's lines come from L2 again. Steps a window slides
       // over share lines, counted once; other steps' lines are their own,
       // stacked in the same sets every way_bytes / gcd(stride, way) steps.
+      // Each step's lines are a run of their own, a line or more apart from
+      // the last step's, which no prefetcher follows: they come at the
+      // demand rate of runs that long.
       const double step_lines = std::ceil(x.data_tile(t.data()) * 4 / double(l1.line_bytes));
+      const double step_run = std::min(step_lines * double(l1.line_bytes), x.run_elems(t.data()) * 4);
       for (int a = an.num_spatial; a < n; ++a) {
         const int64_t R = reg > 1 ? s.tile[reg - 1][a] : an.plan_extent(a);
         if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
@@ -634,7 +638,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
         const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, R)
                                      : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
         if (crowd > l1.associativity)
-          est.penalty_s += steps * step_lines * double(l1.line_bytes) / read_bandwidth(cpu, 1);
+          est.penalty_s += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run);
       }
     }
   }

@@ -74,6 +74,15 @@ struct Access {
     return false;
   }
 
+  // Elements of the data tile's last dimension, consecutive in memory: the
+  // longest run it reads.
+  double run_elems(const int64_t* tile) const {
+    double extent = 1;
+    if (!dim_terms.empty())
+      for (const Term& t : dim_terms.back()) extent += double(t.coeff) * double(tile[t.axis] - 1);
+    return extent;
+  }
+
   // Elements of the data tile read for axis tile sizes `tile` (per axis).
   double data_tile(const int64_t* tile) const {
     double elems = 1;

@@ -26,8 +26,8 @@ HwSpec spec_with_scatter(double slowdown) {
 
 // The same core with a 32 KiB L1 of `ways` ways: 8 (4 KiB a way) crowds
 // sets that 64 do not.
-HwSpec with_l1_ways(int ways) {
-  HwSpec spec = spec_with_scatter(1);
+HwSpec with_l1_ways(int ways, double scatter_slowdown = 1) {
+  HwSpec spec = spec_with_scatter(scatter_slowdown);
   spec.cpu.caches[0].size_bytes = 32 << 10;
   spec.cpu.caches[0].associativity = ways;
   return spec;
@@ -155,6 +155,27 @@ TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
   ASSERT_EQ(block->tile[3][0], 4);
   EXPECT_NEAR(penalty(columns, eight_way), penalty(columns, wide), 1e-12);
   EXPECT_GT(penalty(block, eight_way), 2 * penalty(block, wide));
+}
+
+TEST(AnalyticModel, LinesRefilledAfterASetConflictComeAtTheDemandRateOfTheirRuns) {
+  // C = A B with B's rows 4 KiB apart: the micro-kernel's K loop reads one
+  // 64-byte line of B per step, all in one set of an 8-way 4 KiB-a-way L1,
+  // so every step refills its line from L2, a run of its own on another
+  // page. Where L2's scattered reads (256-byte runs) cost 4x streaming, a
+  // 64-byte run pays the same per-run cost: (3 x 256 + 64) / 64 = 13x the
+  // line at the streaming rate.
+  const Operator op = make_operator("matmul", {{"M", "196"}, {"N", "1024"}, {"K", "256"}});
+  auto refill = [&](double slowdown) {
+    const HwSpec eight_way = with_l1_ways(8, slowdown), wide = with_l1_ways(512, slowdown);  // a set per line
+    const Task task = make_task(op, eight_way, 1);
+    std::vector<std::string> steps = {"vectorize 1 16"};
+    steps.insert(steps.end(), 5, "tile_grow 3 0");  // 6 rows x 1 vector
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[2][2], 6 * 100 + 256) << s->str();
+    return estimate(*task.anchor, *s, eight_way, 1).penalty_s - estimate(*task.anchor, *s, wide, 1).penalty_s;
+  };
+  ASSERT_GT(refill(1), 0);
+  EXPECT_NEAR(refill(4) / refill(1), 13, 0.1);
 }
 
 TEST(AnalyticModel, AWindowSlidingAlongTheTileCountsItsLinesOnce) {
