@@ -5,6 +5,7 @@
 //
 //   loom_bench_picks --shapes=FILE --dump=OUT     this build's top-1 step lists, a line per shape
 //   loom_bench_picks --shapes=FILE --against=IN   IN's picks (another build's --dump) against this build's
+//   --seed=N                                      the walk's seed for this build's picks (default 1)
 //
 // FILE holds an operator per line: its name, then NAME=VALUE parameters
 // ("matmul M=512 N=512 K=512"); empty lines and lines from '#' are skipped.
@@ -13,7 +14,12 @@
 // shape and their geomean. Steps that no longer replay (another steps
 // version, or a rule that now refuses them) are reported and the shape is
 // skipped. Run pinned: taskset -c 0.
+//
+// A model change also moves where the walk ends on shapes whose picks it
+// does not re-score (the walk passes through states it does). Comparing
+// dumps and picks made with the same few seeds separates the two.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -60,7 +66,11 @@ std::vector<loom::Step> steps_of_line(std::string line) {
   return loom::parse_steps(line);
 }
 
-loom::State top1(const loom::Task& task) { return loom::construct_states(task, 1, {}).at(0).state; }
+loom::State top1(const loom::Task& task, uint64_t seed) {
+  loom::ConstructOptions options;
+  options.seed = seed;
+  return loom::construct_states(task, 1, options).at(0).state;
+}
 
 // Median ms of the two states' kernels, timed interleaved; negative when
 // either does not match the reference.
@@ -84,15 +94,24 @@ std::pair<double, double> time_pair(const loom::Operator& op, const loom::Task& 
 
 int main(int argc, char** argv) {
   std::string shapes_path, dump, against;
+  uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--shapes=", 0) == 0) shapes_path = a.substr(9);
     else if (a.rfind("--dump=", 0) == 0) dump = a.substr(7);
     else if (a.rfind("--against=", 0) == 0) against = a.substr(10);
+    else if (a.rfind("--seed=", 0) == 0) {
+      const std::string v = a.substr(7);
+      const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), seed);
+      if (error != std::errc() || end != v.data() + v.size() || v.empty()) {
+        std::fprintf(stderr, "loom_bench_picks: --seed must be a non-negative integer, got '%s'\n", v.c_str());
+        return 2;
+      }
+    }
     else shapes_path.clear(), i = argc;
   }
   if (shapes_path.empty() || dump.empty() == against.empty()) {
-    std::fprintf(stderr, "usage: loom_bench_picks --shapes=FILE (--dump=OUT | --against=IN)\n");
+    std::fprintf(stderr, "usage: loom_bench_picks --shapes=FILE (--dump=OUT | --against=IN) [--seed=N]\n");
     return 2;
   }
   try {
@@ -100,7 +119,7 @@ int main(int argc, char** argv) {
     const std::vector<Shape> shapes = read_shapes(shapes_path);
     if (!dump.empty()) {
       std::ofstream out(dump);
-      for (const Shape& s : shapes) out << steps_line(top1(loom::make_task(s.op, spec, 1))) << '\n';
+      for (const Shape& s : shapes) out << steps_line(top1(loom::make_task(s.op, spec, 1), seed)) << '\n';
       if (!out) throw loom::UserError("cannot write '" + dump + "'");
       std::printf("wrote %zu step lists to %s\n", shapes.size(), dump.c_str());
       return 0;
@@ -119,7 +138,7 @@ int main(int argc, char** argv) {
         std::printf("%-64s skipped: %s\n", s.line.c_str(), e.what());
         continue;
       }
-      const loom::State mine = top1(task);
+      const loom::State mine = top1(task, seed);
       const auto [base_ms, new_ms] = time_pair(s.op, task, base, mine);
       if (base_ms < 0) {
         std::printf("%-64s WRONG: a kernel does not match the reference\n", s.line.c_str());
