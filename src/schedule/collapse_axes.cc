@@ -111,7 +111,8 @@ std::optional<std::unordered_map<const TensorNode*, int>> dims_to_merge(const Op
       std::vector<int> dims;
       for (size_t i = 0; i < r->indices.size(); ++i)
         if (uses_var(r->indices[i], a.get()) || uses_var(r->indices[i], b.get())) dims.push_back(int(i));
-      if (dims.size() == 2 && dims[1] == dims[0] + 1) agree &= merge.emplace(r->tensor.get(), dims[0]).first->second == dims[0];
+      if (dims.size() == 2 && dims[1] == dims[0] + 1)
+        agree &= merge.emplace(r->tensor.get(), dims[0]).first->second == dims[0];
       return true;
     });
   }

@@ -45,9 +45,12 @@ std::vector<Case> cases() {
       {"conv2d", {{"N", "1"}, {"H", "6"}, {"W", "7"}, {"CI", "3"}, {"CO", "18"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"}, {"pad", "1"}, {"epilogue", "bn_relu"}}},
       {"bias_add_relu", {{"M", "7"}, {"N", "19"}}},
       // 1x1 windows: states of the collapsed operators (collapse_axes.h), run on the declared buffers.
-      {"conv2d", {{"N", "2"}, {"H", "5"}, {"W", "7"}, {"CI", "13"}, {"CO", "19"}, {"KH", "1"}, {"KW", "1"}, {"epilogue", "bn_relu"}}},
-      {"conv2d", {{"N", "2"}, {"H", "3"}, {"W", "11"}, {"CI", "7"}, {"CO", "9"}, {"KH", "1"}, {"KW", "1"}, {"layout", "NCHW"}}},
-      {"conv2d", {{"N", "2"}, {"H", "10"}, {"W", "9"}, {"CI", "4"}, {"CO", "8"}, {"KH", "1"}, {"KW", "1"}, {"stride", "2"}}},
+      {"conv2d", {{"N", "2"}, {"H", "5"}, {"W", "7"}, {"CI", "13"}, {"CO", "19"}, {"KH", "1"}, {"KW", "1"},
+                  {"epilogue", "bn_relu"}}},
+      {"conv2d", {{"N", "2"}, {"H", "3"}, {"W", "11"}, {"CI", "7"}, {"CO", "9"}, {"KH", "1"}, {"KW", "1"},
+                  {"layout", "NCHW"}}},
+      {"conv2d", {{"N", "2"}, {"H", "10"}, {"W", "9"}, {"CI", "4"}, {"CO", "8"}, {"KH", "1"}, {"KW", "1"},
+                  {"stride", "2"}}},
   };
 }
 

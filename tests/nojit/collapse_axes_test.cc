@@ -36,7 +36,8 @@ void expect_same_values(const Operator& op) {
   ASSERT_EQ(want.size(), got.size());
   for (size_t o = 0; o < got.size(); ++o) {
     ASSERT_EQ(want[o].numel(), got[o].numel());
-    for (int64_t i = 0; i < got[o].numel(); ++i) ASSERT_EQ(want[o].as<float>()[i], got[o].as<float>()[i]) << o << " " << i;
+    for (int64_t i = 0; i < got[o].numel(); ++i)
+      ASSERT_EQ(want[o].as<float>()[i], got[o].as<float>()[i]) << o << " " << i;
   }
 }
 
