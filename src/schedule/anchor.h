@@ -74,23 +74,21 @@ struct Access {
     return false;
   }
 
-  // Elements of the data tile's last dimension, consecutive in memory: the
-  // longest run it reads.
-  double run_elems(const int64_t* tile) const {
+  // Elements of the data tile along one tensor dimension (a row of dim_terms).
+  static double dim_extent(const std::vector<Term>& row, const int64_t* tile) {
     double extent = 1;
-    if (!dim_terms.empty())
-      for (const Term& t : dim_terms.back()) extent += double(t.coeff) * double(tile[t.axis] - 1);
+    for (const Term& t : row) extent += double(t.coeff) * double(tile[t.axis] - 1);
     return extent;
   }
+
+  // Elements of the data tile's last dimension, consecutive in memory: the
+  // longest run it reads.
+  double run_elems(const int64_t* tile) const { return dim_terms.empty() ? 1 : dim_extent(dim_terms.back(), tile); }
 
   // Elements of the data tile read for axis tile sizes `tile` (per axis).
   double data_tile(const int64_t* tile) const {
     double elems = 1;
-    for (const auto& row : dim_terms) {
-      double extent = 1;
-      for (const Term& t : row) extent += double(t.coeff) * double(tile[t.axis] - 1);
-      elems *= extent;
-    }
+    for (const auto& row : dim_terms) elems *= dim_extent(row, tile);
     return elems;
   }
 };

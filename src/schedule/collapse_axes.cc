@@ -120,6 +120,8 @@ std::optional<std::unordered_map<const TensorNode*, int>> dims_to_merge(const Op
   return merge;
 }
 
+Expr times(Expr x, Expr y) { return x * y; }
+
 std::vector<Expr> merge_pair(std::vector<Expr> list, int j, const std::function<Expr(Expr, Expr)>& combine) {
   list[size_t(j)] = combine(list[size_t(j)], list[size_t(j) + 1]);
   list.erase(list.begin() + j + 1);
@@ -136,7 +138,7 @@ std::optional<Operator> merge_axes(const Operator& op, int d) {
   TensorMap rebuilt;
   for (const te::Tensor& t : op.inputs)
     if (auto it = merge->find(t.get()); it != merge->end())
-      rebuilt[t.get()] = with_shape(*t.get(), merge_pair(t.shape(), it->second, [](Expr x, Expr y) { return x * y; }));
+      rebuilt[t.get()] = with_shape(*t.get(), merge_pair(t.shape(), it->second, times));
   return rebuild(op, rebuilt, [&](const TensorNode& stage, const TensorMap& done) -> std::optional<StageDef> {
     const Var& a = stage.axes[size_t(d)];
     const Var& b = stage.axes[size_t(d) + 1];
@@ -163,7 +165,7 @@ std::optional<Operator> merge_axes(const Operator& op, int d) {
       return ok ? (it != done.end() ? it->second : r->tensor)(idx) : e;
     });
     if (!ok || uses_var(body, a.get()) || uses_var(body, b.get())) return std::nullopt;
-    StageDef def{stage.axes, merge_pair(stage.shape, d, [](Expr x, Expr y) { return x * y; }), body};
+    StageDef def{stage.axes, merge_pair(stage.shape, d, times), body};
     def.axes[size_t(d)] = merged;
     def.axes.erase(def.axes.begin() + d + 1);
     return def;
