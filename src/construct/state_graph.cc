@@ -38,7 +38,6 @@ struct EdgeData {
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexData, EdgeData>;
 using Vertex = Graph::vertex_descriptor;
 
-
 class Traversal {
  public:
   Traversal(const AnchorInfo& anchor, const HwSpec& target, const TraversalOptions& options)
@@ -68,11 +67,8 @@ class Traversal {
       current = next;
       ++taken;
     }
-    std::vector<Vertex> all(boost::num_vertices(graph_));
-    for (Vertex v = 0; v < all.size(); ++v) all[v] = v;
-    std::stable_sort(all.begin(), all.end(), [&](Vertex a, Vertex b) {
-      return graph_[a].estimate.seconds < graph_[b].estimate.seconds;
-    });
+    polish_register_blocks();
+    const std::vector<Vertex> all = by_estimate();
     // Emit the best states, at most two per micro-kernel shape (register
     // tile and vector axis) at first, so that measuring the top K compares
     // different kernel designs, not ten variants of one; then fill up.
@@ -95,6 +91,30 @@ class Traversal {
   }
 
  private:
+  // The vertices, best predicted first.
+  std::vector<Vertex> by_estimate() const {
+    std::vector<Vertex> all(boost::num_vertices(graph_));
+    for (Vertex v = 0; v < all.size(); ++v) all[v] = v;
+    std::stable_sort(all.begin(), all.end(), [&](Vertex a, Vertex b) {
+      return graph_[a].estimate.seconds < graph_[b].estimate.seconds;
+    });
+    return all;
+  }
+
+  // The walk's best states with the register block the model rates best
+  // for their cache tiles: the walk moves it one row or vector at a time and
+  // rarely crosses the blocks between two good ones (8x8 to 6x16 passes
+  // through blocks with too few accumulators), and the seeds' blocks were
+  // chosen before any cache tiling. Only CPU states have register blocks.
+  void polish_register_blocks() {
+    if (target_.kind != TargetKind::Cpu) return;
+    const std::vector<Vertex> all = by_estimate();
+    for (size_t i = 0; i < all.size() && i < kPolishedStates; ++i)
+      vertex_for(best_register_block(state_of(all[i]), anchor_, target_, options_.threads), std::nullopt);
+  }
+
+  static constexpr size_t kPolishedStates = 3;
+
   // The vertex of `s`, added (and weighed) when new; `from` is how it was
   // reached (the parent and step), none for a seed, whose state is kept.
   Vertex vertex_for(const State& s, std::optional<std::pair<Vertex, Step>> from) {
@@ -282,18 +302,29 @@ State streaming_variant(State s, const AnchorInfo& anchor, const HwSpec& target)
   return s;
 }
 
-// The register block the model rates best among those reachable from `s`
-// by growing and shrinking its register tile along `axes` (the largest
-// other spatial axis and the vector axis): the register file bounds them, so
-// the search is small, and it crosses what single steps cannot (8x8 to 6x16
-// passes through blocks with too few accumulators to hide the FMA latency).
-State best_register_block(const State& s, const std::vector<int>& axes, const AnchorInfo& anchor,
-                          const HwSpec& target) {
+}  // namespace
+
+namespace {
+
+// The spatial axis other than the vector axis with the most register rows
+// (the largest extent among equals): the one a register block trades
+// against vectors.
+int widest_register_axis(const StateData& s, const AnchorInfo& anchor) {
+  int best = -1;
+  const auto key = [&](int a) { return std::make_pair(s.tile[s.reg_level()][a], anchor.plan_extent(a)); };
+  for (int a = 0; a < anchor.num_spatial; ++a)
+    if (a != s.vec_axis && (best < 0 || key(a) > key(best))) best = a;
+  return best;
+}
+
+// One sweep: every block reachable from `s` along the two axes.
+State best_register_block_from(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads,
+                               double& best_seconds) {
   const int reg = s->reg_level();
+  const int axes[] = {widest_register_axis(*s, anchor), s->vec_axis};
   std::vector<State> frontier{s};
   std::set<std::vector<int64_t>> seen{s->tile.row(reg)};
   State best = s;
-  double best_seconds = estimate(anchor, *s, target, 1).seconds;
   while (!frontier.empty()) {
     State at = frontier.back();
     frontier.pop_back();
@@ -303,7 +334,7 @@ State best_register_block(const State& s, const std::vector<int>& axes, const An
         StepResult r = apply_step(*at, {kind, reg, a}, anchor, target);
         if (!r || !seen.insert(r.state->tile.row(reg)).second) continue;
         frontier.push_back(r.state);
-        const double t = estimate(anchor, *r.state, target, 1).seconds;
+        const double t = estimate(anchor, *r.state, target, threads).seconds;
         if (t < best_seconds) std::tie(best, best_seconds) = std::tie(r.state, t);
       }
     }
@@ -312,6 +343,21 @@ State best_register_block(const State& s, const std::vector<int>& axes, const An
 }
 
 }  // namespace
+
+State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads) {
+  // The cache tiles follow the register tile, so the blocks reachable from
+  // the best one differ from those reachable from `s`: sweep again from it
+  // until nothing improves (a few sweeps; each must gain, so they end).
+  constexpr int kMaxSweeps = 8;
+  double seconds = estimate(anchor, *s, target, threads).seconds;
+  State best = s;
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    State next = best_register_block_from(best, anchor, target, threads, seconds);
+    if (next == best) break;
+    best = next;
+  }
+  return best;
+}
 
 std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
   State init = initial_state(anchor, target);
@@ -338,10 +384,7 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
     StepResult r = apply_step(*init, {StepKind::Vectorize, v, lanes}, anchor, target);
     if (!r) continue;
     State s = r.state;
-    int other = -1;
-    for (int a = 0; a < anchor.num_spatial; ++a)
-      if (a != v && (other < 0 || anchor.plan_extent(a) > anchor.plan_extent(other))) other = a;
-    s = best_register_block(s, {other, v}, anchor, target);
+    s = best_register_block(s, anchor, target, 1);
     for (size_t i = 0; i < anchor.accesses.size(); ++i) {
       const Access& x = anchor.accesses[i];
       if (!x.uses_axis[v] || x.stride[v] == 1) continue;

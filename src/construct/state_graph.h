@@ -16,7 +16,9 @@
 // Random walks with restarts follow these probabilities; a walk restarts at
 // a seed, or at a state drawn from the stationary distribution of the chain
 // explored so far (computed with Eigen by power iteration, unexplored mass
-// teleporting to the seeds). After the budget, every state seen is ranked
+// teleporting to the seeds). After the budget, the best few states on a CPU
+// get the register block the model rates best for their cache tiles
+// (best_register_block below), as states of their own; every state seen is ranked
 // by predicted time and the top K distinct states are emitted, at most two
 // per micro-kernel shape before the rest fill in (so that measuring the top
 // K compares different designs). Everything is deterministic for a seed.
@@ -54,6 +56,15 @@ struct TraversalResult {
 
 TraversalResult traverse_state_graph(const AnchorInfo& anchor, const HwSpec& target,
                                      const std::vector<State>& seeds, const TraversalOptions& options);
+
+// The register block the model rates best among those reachable from `s` by
+// growing and shrinking its register tile along the vector axis and the
+// spatial axis with the most register rows (the largest extent among
+// equals). The register file bounds them, so the search is small, and it
+// crosses what single steps cannot: 8x8 to 6x16 passes through blocks with
+// too few accumulators to hide the FMA latency. The cache tiles follow the
+// register tile as the steps define. CPU states only.
+State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads);
 
 // Hardware-aware starting points: the initial state, and one with the
 // vector axis and a register block sized from the hwspec (enough
