@@ -247,10 +247,6 @@ int vector_affinity(const AnchorInfo& anchor, int axis) {
   return score;
 }
 
-}  // namespace
-
-namespace {
-
 // Grows (or shrinks) the tile at (level, axis) one legal step at a time
 // until it reaches `size` or passes it, or cannot move.
 State tile_toward(State s, int level, int axis, int64_t size, const AnchorInfo& anchor, const HwSpec& target) {
@@ -301,10 +297,6 @@ State streaming_variant(State s, const AnchorInfo& anchor, const HwSpec& target)
   }
   return s;
 }
-
-}  // namespace
-
-namespace {
 
 // The spatial axis other than the vector axis with the most register rows
 // (the largest extent among equals): the one a register block trades
