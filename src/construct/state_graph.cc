@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <random>
@@ -91,13 +92,20 @@ class Traversal {
   }
 
  private:
-  // The vertices, best predicted first.
-  std::vector<Vertex> by_estimate() const {
+  // The `count` best predicted vertices (all when fewer), best first; ties
+  // in the order they were added.
+  std::vector<Vertex> by_estimate(size_t count = SIZE_MAX) const {
     std::vector<Vertex> all(boost::num_vertices(graph_));
     for (Vertex v = 0; v < all.size(); ++v) all[v] = v;
-    std::stable_sort(all.begin(), all.end(), [&](Vertex a, Vertex b) {
-      return graph_[a].estimate.seconds < graph_[b].estimate.seconds;
-    });
+    const auto better = [&](Vertex a, Vertex b) {
+      return std::make_pair(graph_[a].estimate.seconds, a) < std::make_pair(graph_[b].estimate.seconds, b);
+    };
+    if (count >= all.size()) {
+      std::sort(all.begin(), all.end(), better);
+      return all;
+    }
+    std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(count), all.end(), better);
+    all.resize(count);
     return all;
   }
 
@@ -108,9 +116,8 @@ class Traversal {
   // chosen before any cache tiling. Only CPU states have register blocks.
   void polish_register_blocks() {
     if (target_.kind != TargetKind::Cpu) return;
-    const std::vector<Vertex> all = by_estimate();
-    for (size_t i = 0; i < all.size() && i < kPolishedStates; ++i)
-      vertex_for(best_register_block(state_of(all[i]), anchor_, target_, options_.threads), std::nullopt);
+    for (Vertex v : by_estimate(kPolishedStates))
+      vertex_for(best_register_block(state_of(v), anchor_, target_, options_.threads), std::nullopt);
   }
 
   static constexpr size_t kPolishedStates = 3;
