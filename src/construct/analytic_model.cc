@@ -217,27 +217,40 @@ struct BlockRate {
   bool gathers = false;
 };
 
-// How many unrolled copies of the micro-kernel's step keep their operands
-// live together: LLVM unrolls the innermost reduction loop (wholly when it
-// is a few taps long, else by the state's factor), and when that loop is a
-// window axis the register tile slides along, a copy's operands are loaded
-// again by the next copy (oh + kh: row i of tap k is row i + 1 of tap k - 1),
-// so common-subexpression elimination keeps them all. 1 otherwise.
-double overlapping_copies(const StateData& s, const AnchorInfo& an, const Small<int64_t>& t) {
+// The innermost reduction loop of the micro-kernel, which LLVM unrolls
+// (wholly when it is a few taps long, else by the state's factor), and
+// into how many copies. `axis` is -1 when no reduction loop runs there.
+// `whole`: the copies are the whole loop, a constant number of taps
+// (the tile divides the axis), so their loads sit in one block.
+struct UnrolledReduction {
+  int axis = -1;
+  int64_t copies = 1;
+  bool whole = false;
+};
+
+UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
   constexpr int64_t kWholeUnrollTrips = 4;  // loops this short are unrolled whatever the hint
   const int reg = s.reg_level();
   const auto order = s.order[reg - 1];
   for (const int* it = order.end(); it != order.begin();) {
     const int r = *--it;
-    const int64_t R = reg > 1 ? s.tile[reg - 1][r] : an.plan_extent(r);
+    // The loop runs to the axis's end, whatever its tile's size.
+    const int64_t extent = an.plan_extent(r), R = std::min(reg > 1 ? s.tile[reg - 1][r] : extent, extent);
     if (!an.is_reduce_axis(r) || R <= 1) continue;
-    const int64_t copies = R <= kWholeUnrollTrips ? R : std::min<int64_t>(R, s.unroll);
-    for (const Access& x : an.accesses)
-      for (int a = 0; a < an.num_spatial; ++a)
-        if (t[a] > 1 && x.slides_with(a, r)) return double(copies);
-    return 1;
+    if (R <= kWholeUnrollTrips) return {r, R, extent % R == 0};
+    return {r, std::min<int64_t>(R, s.unroll), false};
   }
-  return 1;
+  return {};
+}
+
+// The spatial axis of register block `t` along which access `x` slides over
+// the unrolled copies (oh + kh: row i of tap k is row i + 1 of tap k - 1);
+// -1 when it does not.
+int sliding_axis(const Access& x, const AnchorInfo& an, const UnrolledReduction& u, const Small<int64_t>& t) {
+  if (u.axis < 0) return -1;
+  for (int a = 0; a < an.num_spatial; ++a)
+    if (t[a] > 1 && x.slides_with(a, u.axis)) return a;
+  return -1;
 }
 
 BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cpu, const Small<int64_t>& t) {
@@ -251,8 +264,21 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   double loads = 0;
   // Operand registers live across one reduction step: the vectors of the
   // access with the fewest (kept for the whole tile; an outer product) plus
-  // one streaming in; broadcasts need one.
-  double operand_vectors = 1e30;
+  // one streaming in; broadcasts need one. When an access slides over the
+  // unrolled copies, a copy's operands are loaded again by the next, and
+  // LLVM keeps them live together: a broadcast operand's for every copy.
+  // Where the copies are the whole loop and the access reads the tensor
+  // itself (not a packed copy) along another axis than the vector's (shifted
+  // vectors are other loads), common-subexpression elimination loads its
+  // window once for all of them (and does not when a remainder cuts the
+  // loop: measured, a 3x3 convolution's rows in taps of 2); a vector
+  // operand (a depthwise window along the channels) then keeps one vector
+  // column's window live, the column consumed before the next (measured:
+  // the spill-free register blocks of LLVM's code for a 3x3 depthwise
+  // window are those this count fits in).
+  double operand_vectors = 1e30, sliding_live = 0;
+  bool slides = false;
+  const UnrolledReduction unrolled = unrolled_reduction(s, an);
   // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
   // load takes one of the two load ports, a broadcast the spec's measured
   // cycles; a gathered vector is assembled an element per cycle (a scalar
@@ -261,18 +287,27 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   const double broadcast_cost = W > 1 && cpu.broadcast_fma_cycles > 0 ? cpu.broadcast_fma_cycles : 0.5;
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     const Access& x = an.accesses[i];
-    const double data = x.data_tile(t.data());
     const bool along_vector = s.vec_axis >= 0 && x.uses_axis[s.vec_axis];
     const bool contiguous = along_vector && (s.pack[i] >= 0 || x.stride[s.vec_axis] == 1);
     const bool gathered = along_vector && !contiguous;
     r.gathers |= gathered;
+    const int slide = sliding_axis(x, an, unrolled, t);
+    slides |= slide >= 0;
+    const bool shared = slide >= 0 && slide != s.vec_axis && unrolled.whole && s.pack[i] < 0;
+    Small<int64_t> window = t;  // the copies' union
+    if (shared) window[unrolled.axis] *= unrolled.copies;
+    const double data = x.data_tile(window.data()) / double(shared ? unrolled.copies : 1);
     loads += contiguous ? data / W * vector_cost : gathered ? data : data * broadcast_cost;
-    operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(data / W) : 1.0);
+    operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(x.data_tile(t.data()) / W) : 1.0);
+    if (shared && along_vector)
+      sliding_live = std::max(sliding_live, x.data_tile(window.data()) / double(t[s.vec_axis]) + 1);
   }
   // Accumulators and operands beyond the register file spill: each spilled
   // register is stored and reloaded in every reduction step.
-  const double live = (an.is_reduction ? r.accumulators : 0) +
-                      (an.accesses.empty() ? 0 : (operand_vectors + 1) * overlapping_copies(s, an, t));
+  const double copies_live = sliding_live > 0 ? sliding_live
+                             : slides         ? (operand_vectors + 1) * double(unrolled.copies)
+                                              : operand_vectors + 1;
+  const double live = (an.is_reduction ? r.accumulators : 0) + (an.accesses.empty() ? 0 : copies_live);
   r.spilled = std::max(0.0, live - double(cpu.vector_registers));
   // A step lasts as long as its FMAs, its loads (in cycles) or, for a
   // reduction, one FMA latency (each accumulator's chain); these overlap,

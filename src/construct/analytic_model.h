@@ -12,7 +12,10 @@
 //                 reduction step of the micro-kernel (vector loads at the
 //                 hwspec's L1 load bandwidth, scalar loads on two ports,
 //                 broadcasts at the spec's measured broadcast_fma_cycles, a
-//                 gathered vector one element per cycle);
+//                 gathered vector one element per cycle; an unpacked access
+//                 sliding along the register tile over the innermost
+//                 reduction loop, when LLVM unrolls that loop whole, loads
+//                 the union of its taps' data tiles once for all taps);
 //   each kind of register block lowering emits (the register tile, and the
 //   remainders it peels along statically sized axes, with fewer
 //   accumulators) computes its share of the points at its own ilp * issue.
@@ -58,8 +61,10 @@
 // unpacked read whose lines along the micro-kernel's reduction loop crowd
 // more L1 sets than there are ways re-reads every step's lines from L2.
 // Spills. Accumulators plus live operands (the fewest vectors one access
-// needs per step, plus one) beyond the register file cost a store and a
-// reload per spilled register per reduction step.
+// needs per step, plus one; that times the unrolled taps when an access
+// slides over them; for a vector access sliding over taps unrolled whole,
+// one vector column's window plus one instead) beyond the register file
+// cost a store and a reload per spilled register per reduction step.
 // Parallelism. Level-0 tiles are dealt to threads; balance is
 // tiles / (ceil(tiles / threads) * threads).
 // Time = (softmax(compute, traffic per cache) + packing + penalties) / (threads
