@@ -229,7 +229,6 @@ struct UnrolledReduction {
 };
 
 UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
-  constexpr int64_t kWholeUnrollTrips = 4;  // loops this short are unrolled whatever the hint
   const int reg = s.reg_level();
   const auto order = s.order[reg - 1];
   for (const int* it = order.end(); it != order.begin();) {
@@ -237,7 +236,7 @@ UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
     // The loop runs to the axis's end, whatever its tile's size.
     const int64_t extent = an.plan_extent(r), R = std::min(reg > 1 ? s.tile[reg - 1][r] : extent, extent);
     if (!an.is_reduce_axis(r) || R <= 1) continue;
-    if (R <= kWholeUnrollTrips) return {r, R, extent % R == 0};
+    if (R <= StateData::kWholeUnrollTrips) return {r, R, extent % R == 0};
     return {r, std::min<int64_t>(R, s.unroll), false};
   }
   return {};

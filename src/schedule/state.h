@@ -112,7 +112,12 @@ struct StateData {
   OrderTable order;                        // [level]: axes in loop order, outermost first
   int vec_axis = -1;                       // -1: scalar micro-kernel
   int vec_width = 1;
-  int unroll = 1;                          // unroll of the innermost reduction loop
+  // Unroll factor of the innermost reduction loop. A loop of at most
+  // kWholeUnrollTrips taps (a constant count) is unrolled whole whatever
+  // the factor: its copies share a sliding window's loads (lowering and the
+  // model both rely on this).
+  static constexpr int kWholeUnrollTrips = 4;
+  int unroll = 1;
   boost::container::small_vector<int, 4> pack;  // per access: pack point, or -1
   bool fuse = false;                       // consumer computed in the write-back
   static constexpr int kMaxMaterialized = 32;  // accesses `materialize` has a bit for

@@ -410,6 +410,28 @@ TEST(States, ConstructionUnrollsReductionsFourTimes) {
   for (const RankedState& r : construct_states(elementwise, 3, {})) EXPECT_EQ(r.state->unroll, 1) << r.state->str();
 }
 
+// A window's few taps are unrolled whole whatever the state's factor (the
+// model counts their copies so): a depthwise 3x3's innermost tap loop (kw)
+// gets an unroll hint of its 3 taps at factors 1 and 2, and its own factor
+// at 4 and 8.
+TEST(States, AWindowsFewTapsAreUnrolledWhole) {
+  HwSpec hw = load_hwspec("haswell_avx2");
+  Operator op = make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "9"}, {"W", "11"}, {"C", "21"}, {"KH", "3"},
+                                                   {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
+  Task task = make_task(op, hw, 1);
+  const auto inputs = random_inputs(op, 5);
+  for (auto [unroll, hint] : {std::pair{1, 3}, {2, 3}, {4, 4}, {8, 8}}) {
+    std::string steps = "vectorize 3 8\ntile_grow 3 2\ntile_grow 3 2\n";
+    if (unroll > 1) steps += "unroll " + std::to_string(unroll) + " 0\n";
+    const State s = replay(*task.anchor, hw, parse_steps(steps));
+    ASSERT_EQ(s->tile[s->reg_level()][2], 3) << s->str();
+    const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+    EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << s->str();
+    const std::string taps = "for e_" + task.anchor->axes[5].name() + " in [0, 3) unroll " + std::to_string(hint);
+    EXPECT_NE(k.report().loop_ir.find(taps + ":\n"), std::string::npos) << s->str() << "\n" << k.report().loop_ir;
+  }
+}
+
 // Roller builds its leaves' tiles directly and finds them a step path; the
 // register steps to a tile of 4 vectors pass through 3, whose realignment
 // would leave the cache tiles (64 and 256 columns) off the goal unless the

@@ -293,16 +293,16 @@ TEST(AnalyticModel, AnUnrolledWindowLoopKeepsItsCopiesOperandsLive) {
   // A 3x3 convolution's register tile of 6 output rows x 2 vectors on 16
   // registers: 12 accumulators, one broadcast and one vector streaming in.
   // With input channels innermost in the micro-kernel that fits. With kh
-  // innermost, its 3 taps are unrolled and row i of tap k is row i + 1 of
-  // tap k - 1: the copies' operands stay live together, 3 x 2, and 2
-  // registers spill every step. With kw innermost the taps slide along
+  // innermost, its 3 taps are unrolled (by 4: whole) and row i of tap k
+  // is row i + 1 of tap k - 1: the copies' operands stay live together,
+  // 3 x 2, and 2 registers spill every step. With kw innermost the taps slide along
   // the output columns, which the tile does not span: no overlap.
   const HwSpec spec = load_hwspec("haswell_avx2");
   ASSERT_EQ(spec.cpu.vector_registers, 16);
   const Task task = make_task(make_operator("conv2d", {{"N", "1"}, {"H", "28"}, {"W", "28"}, {"CI", "128"},
                                                        {"CO", "128"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}),
                               spec, 1);
-  std::vector<std::string> steps = {"vectorize 3 8", "tile_grow 3 3"};
+  std::vector<std::string> steps = {"vectorize 3 8", "tile_grow 3 3", "unroll 4 0"};
   steps.insert(steps.end(), 5, "tile_grow 3 1");
   const State channels_inner = apply_all(task, steps);
   const int reg = channels_inner->reg_level();
@@ -325,15 +325,17 @@ TEST(AnalyticModel, AnUnrolledWindowLoopKeepsItsCopiesOperandsLive) {
 // A 3x3 depthwise window over 60x60x144 (no column remainders for the
 // blocks below) on 16 registers of 8 lanes, register block `cols` output
 // columns x `vectors` channel vectors, taps along the columns (kw)
-// or the rows (kh) innermost in the micro-kernel.
+// or the rows (kh) innermost in the micro-kernel, unrolled by `unroll`
+// (4: whole).
 struct DepthwiseBlock {
   Task task;
   State kw_inner, kh_inner;
-  DepthwiseBlock(const HwSpec& spec, int cols, int vectors)
+  DepthwiseBlock(const HwSpec& spec, int cols, int vectors, int unroll = 4)
       : task(make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "60"}, {"W", "60"}, {"C", "144"},
                                                           {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}}),
                        spec, 1)) {
     std::vector<std::string> steps = {"vectorize 3 8"};
+    if (unroll > 1) steps.push_back("unroll " + std::to_string(unroll) + " 0");  // a new state starts at 1
     steps.insert(steps.end(), size_t(vectors - 1), "tile_grow 3 3");
     steps.insert(steps.end(), size_t(cols - 1), "tile_grow 3 2");
     kw_inner = apply_all(task, steps);
@@ -367,6 +369,12 @@ TEST(AnalyticModel, AWindowSlidingOverItsWholeUnrolledTapsIsLoadedOnce) {
   // Both fit the register file: 9 accumulators plus one channel vector's
   // window of 5 columns and one more (LLVM's code for it spills nothing).
   EXPECT_NEAR(sliding.penalty_s, fixed.penalty_s, 1e-3 * fixed.penalty_s);
+  // At factors 2 and 1 the lowering still unrolls the 3 taps whole (a
+  // window's few taps are, whatever the factor): the same loads.
+  for (int unroll : {2, 1}) {
+    const DepthwiseBlock cut(spec, 3, 3, unroll);
+    EXPECT_NEAR(cut.estimate_of(cut.kw_inner).compute_s, sliding.compute_s, 1e-9 * sliding.compute_s) << unroll;
+  }
 }
 
 TEST(AnalyticModel, ASlidingWindowKeepsOneVectorColumnLive) {

@@ -536,7 +536,10 @@ class TiledNest {
       const int a = reduce_order_[k];
       if (a == rv && fast) continue;
       const bool innermost = k + 1 == int(reduce_order_.size());
-      update = make_for(rvars[k], r[a].size, ForKind::Serial, update, 1, innermost ? s_.unroll : 0);
+      // A window's few taps are unrolled whole whatever the factor (StateData::unroll).
+      const std::optional<int64_t> taps = r[a].size.as_const_int();
+      const int whole = taps && *taps <= StateData::kWholeUnrollTrips ? int(*taps) : 0;
+      update = make_for(rvars[k], r[a].size, ForKind::Serial, update, 1, innermost ? std::max(s_.unroll, whole) : 0);
     }
 
     // write-back
