@@ -13,9 +13,10 @@
 //                 hwspec's L1 load bandwidth, scalar loads on two ports,
 //                 broadcasts at the spec's measured broadcast_fma_cycles, a
 //                 gathered vector one element per cycle; an unpacked access
-//                 sliding along the register tile over the innermost
-//                 reduction loop, when LLVM unrolls that loop whole, loads
-//                 the union of its taps' data tiles once for all taps);
+//                 sliding along the register tile (not its vector axis)
+//                 over the innermost reduction loop, when that loop is
+//                 unrolled whole, loads the union of its taps' data tiles
+//                 once for all taps);
 //   each kind of register block lowering emits (the register tile, and the
 //   remainders it peels along statically sized axes, with fewer
 //   accumulators) computes its share of the points at its own ilp * issue.
