@@ -182,13 +182,12 @@ std::unique_ptr<float, Unmap> filled_buffer(size_t bytes) {
   return {f, Unmap{bytes}};
 }
 
-// GB/s reading `bytes` again and again with the widest read probe.
+// GB/s reading the first `bytes` of `buffer` again and again with the
+// widest read probe.
 template <class Read>
-double read_gbs(Read read, size_t bytes, double seconds, int reps) {
-  auto buffer = filled_buffer(bytes);
-  if (!buffer) return 0;
+double read_gbs(Read read, const float* buffer, size_t bytes, double seconds, int reps) {
   const size_t n = bytes / sizeof(float);
-  auto run = [&](long passes) { g_sink = read(buffer.get(), n, passes); };
+  auto run = [&](long passes) { g_sink = read(buffer, n, passes); };
   const long passes = calibrate(run, seconds);
   return double(bytes) * double(passes) / best_seconds(run, passes, reps) * 1e-9;
 }
@@ -227,24 +226,32 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
   if (widest_read) {
     // A buffer between the previous level's capacity and this one's stays in
     // this level; DRAM's is larger than the last cache twice over.
+    // One filled buffer per level serves both of its probes (filling one is
+    // most of the time a level's probes take: its pages are faulted in).
     int64_t inner = 0, last = 0;
     for (const CacheLevel& c : caches) {
-      const int64_t bytes = std::min<int64_t>(std::max(c.size_bytes / 2, (inner + c.size_bytes) / 2), 64 << 20);
-      probe.cache_gbs.push_back(read_gbs(widest_read, size_t(bytes) & ~size_t(4095), 1e-3, 5));
+      const int64_t bytes =
+          std::min<int64_t>(std::max(c.size_bytes / 2, (inner + c.size_bytes) / 2), 64 << 20) & ~int64_t(4095);
+      auto buffer = filled_buffer(size_t(bytes));
+      if (!buffer) break;
+      probe.cache_gbs.push_back(read_gbs(widest_read, buffer.get(), size_t(bytes), 1e-3, 5));
       // L1 is never filled from itself: its scattered figure is not needed.
       // Scattered reads pay a miss in full where streaming hides it, so
       // their buffer stays well inside the level (twice the level within),
       // with rows enough (64) that no prefetcher tracks them all.
       const int64_t scattered_bytes = std::min(bytes, std::max<int64_t>(2 * inner, int64_t(kScatterRowBytes) * 64));
       probe.cache_scattered_gbs.push_back(
-          inner > 0 ? read_gbs(widest_scattered, size_t(scattered_bytes) & ~size_t(kScatterRowBytes - 1), 1e-3, 5)
+          inner > 0 ? read_gbs(widest_scattered, buffer.get(), size_t(scattered_bytes) & ~size_t(kScatterRowBytes - 1),
+                               1e-3, 5)
                     : 0.0);
       inner = c.size_bytes;
       last = std::max(last, c.size_bytes);
     }
     const int64_t dram_bytes = std::min<int64_t>(std::max<int64_t>(2 * last, 64 << 20), 256 << 20);
-    probe.dram_gbs = read_gbs(widest_read, size_t(dram_bytes), 5e-3, 2);
-    probe.dram_scattered_gbs = read_gbs(widest_scattered, size_t(dram_bytes), 5e-3, 2);
+    if (auto buffer = filled_buffer(size_t(dram_bytes))) {
+      probe.dram_gbs = read_gbs(widest_read, buffer.get(), size_t(dram_bytes), 5e-3, 2);
+      probe.dram_scattered_gbs = read_gbs(widest_scattered, buffer.get(), size_t(dram_bytes), 5e-3, 2);
+    }
   }
   probe.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return probe;
