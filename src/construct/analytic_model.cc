@@ -293,13 +293,17 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
     const int slide = sliding_axis(x, an, unrolled, t);
     slides |= slide >= 0;
     const bool shared = slide >= 0 && slide != s.vec_axis && unrolled.whole && s.pack[i] < 0;
-    Small<int64_t> window = t;  // the copies' union
-    if (shared) window[unrolled.axis] *= unrolled.copies;
-    const double data = x.data_tile(window.data()) / double(shared ? unrolled.copies : 1);
+    const double tile_data = x.data_tile(t.data());
+    double window_data = tile_data;  // the copies' union
+    if (shared) {
+      Small<int64_t> window = t;
+      window[unrolled.axis] *= unrolled.copies;
+      window_data = x.data_tile(window.data());
+    }
+    const double data = shared ? window_data / double(unrolled.copies) : tile_data;
     loads += contiguous ? data / W * vector_cost : gathered ? data : data * broadcast_cost;
-    operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(x.data_tile(t.data()) / W) : 1.0);
-    if (shared && along_vector)
-      sliding_live = std::max(sliding_live, x.data_tile(window.data()) / double(t[s.vec_axis]) + 1);
+    operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(tile_data / W) : 1.0);
+    if (shared && along_vector) sliding_live = std::max(sliding_live, window_data / double(t[s.vec_axis]) + 1);
   }
   // Accumulators and operands beyond the register file spill: each spilled
   // register is stored and reloaded in every reduction step.
