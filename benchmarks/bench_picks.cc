@@ -6,6 +6,7 @@
 //   loom_bench_picks --shapes=FILE --dump=OUT     this build's top-1 step lists, a line per shape
 //   loom_bench_picks --shapes=FILE --against=IN   IN's picks (another build's --dump) against this build's
 //   --seed=N                                      the walk's seed for this build's picks (default 1)
+//   --hwspec=NAME|FILE                            the spec to construct and compile for (default: the host's)
 //
 // FILE holds an operator per line: its name, then NAME=VALUE parameters
 // ("matmul M=512 N=512 K=512"); empty lines and lines from '#' are skipped.
@@ -17,7 +18,9 @@
 //
 // A model change also moves where the walk ends on shapes whose picks it
 // does not re-score (the walk passes through states it does). Comparing
-// dumps and picks made with the same few seeds separates the two.
+// dumps and picks made with the same few seeds separates the two. A change
+// to the spec's figures (a probe's, say) is tried the same way: dump with
+// one spec file, compare with another; the kernels run on the host either way.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -93,13 +96,14 @@ std::pair<double, double> time_pair(const loom::Operator& op, const loom::Task& 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string shapes_path, dump, against;
+  std::string shapes_path, dump, against, hwspec;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--shapes=", 0) == 0) shapes_path = a.substr(9);
     else if (a.rfind("--dump=", 0) == 0) dump = a.substr(7);
     else if (a.rfind("--against=", 0) == 0) against = a.substr(10);
+    else if (a.rfind("--hwspec=", 0) == 0) hwspec = a.substr(9);
     else if (a.rfind("--seed=", 0) == 0) {
       const std::string v = a.substr(7);
       const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), seed);
@@ -111,11 +115,13 @@ int main(int argc, char** argv) {
     else shapes_path.clear(), i = argc;
   }
   if (shapes_path.empty() || dump.empty() == against.empty()) {
-    std::fprintf(stderr, "usage: loom_bench_picks --shapes=FILE (--dump=OUT | --against=IN) [--seed=N]\n");
+    std::fprintf(stderr,
+                 "usage: loom_bench_picks --shapes=FILE (--dump=OUT | --against=IN) [--seed=N] [--hwspec=NAME|FILE]\n");
     return 2;
   }
   try {
-    const loom::HwSpec spec = loom::detect_host_cpu();
+    const loom::HwSpec spec = hwspec.empty() ? loom::detect_host_cpu() : loom::load_hwspec(hwspec);
+    if (spec.kind != loom::TargetKind::Cpu) throw loom::UserError("--hwspec must name a CPU spec, got '" + hwspec + "'");
     const std::vector<Shape> shapes = read_shapes(shapes_path);
     if (!dump.empty()) {
       std::ofstream out(dump);
