@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   }
   try {
     const loom::HwSpec spec = hwspec.empty() ? loom::detect_host_cpu() : loom::load_hwspec(hwspec);
-    if (spec.kind != loom::TargetKind::Cpu) throw loom::UserError("--hwspec must name a CPU spec, got '" + hwspec + "'");
+    if (spec.kind != loom::TargetKind::Cpu)
+      throw loom::UserError("--hwspec must name a CPU spec, got '" + hwspec + "'");
     const std::vector<Shape> shapes = read_shapes(shapes_path);
     if (!dump.empty()) {
       std::ofstream out(dump);
