@@ -34,46 +34,60 @@ llvm::Value* call_copysign(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* m
                       {magnitude, sign});
 }
 
+// exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 in two parts).
+// n is rounded by adding kShifter, whose floats are spaced 1 apart: the sum `shifted` holds n + 127
+// in its low mantissa bits. exp(r) is a degree-5 minimax polynomial: relative error 1.2e-7 with its
+// float coefficients (Remez on |r| <= ln2/2, then the rounded coefficients searched a few ulp round).
+struct ExpReduction {
+  llvm::Value* shifted;
+  llvm::Value* n;
+  llvm::Value* p;  // exp(r)
+};
+
+ExpReduction reduce_exp(llvm::IRBuilder<>& b, llvm::Value* x) {
+  constexpr double kShifter = 12582912.0 + 127.0;  // 1.5 * 2^23, plus the exponent bias
+  llvm::Value* shifted = b.CreateFAdd(b.CreateFMul(x, constant(x, 1.4426950408889634)), constant(x, kShifter));
+  llvm::Value* n = b.CreateFSub(shifted, constant(x, kShifter));
+  llvm::Value* r = b.CreateFSub(x, b.CreateFMul(n, constant(x, 0.693145751953125)));
+  r = b.CreateFSub(r, b.CreateFMul(n, constant(x, 1.428606765330187e-06)));
+  return {shifted, n, polynomial(b, r, {1.0000001192092896, 0.9999997615814209, 0.499988853931427,
+                                        0.16667579114437103, 0.041915372014045715, 0.008297652006149292})};
+}
+
 }  // namespace
 
 llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512) {
-  // exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2].
-  auto reduce = [&](llvm::Value* v, llvm::Value*& n) {
-    n = call(b, m, llvm::Intrinsic::rint, b.CreateFMul(v, constant(x, 1.4426950408889634)));
-    llvm::Value* r = b.CreateFSub(v, b.CreateFMul(n, constant(x, 0.693145751953125)));
-    r = b.CreateFSub(r, b.CreateFMul(n, constant(x, 1.428606765330187e-06)));
-    return polynomial(b, r, {1.0, 1.0, 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333,
-                             0.001388888888888889, 0.0001984126984126984});
+  // Contraction only: reassociated, (s - kShifter) below would fold back to x / ln 2 unrounded, and
+  // the two parts of ln 2 into one.
+  llvm::IRBuilderBase::FastMathFlagGuard keep_caller_flags(b);
+  llvm::FastMathFlags contract_only;
+  contract_only.setAllowContract(true);
+  b.setFastMathFlags(contract_only);
+  auto clamp = [&](double lo, double hi) {  // NaN passes
+    llvm::Value* v = b.CreateSelect(b.CreateFCmpOLT(x, constant(x, lo)), constant(x, lo), x);
+    return b.CreateSelect(b.CreateFCmpOGT(v, constant(x, hi)), constant(x, hi), v);
   };
   auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
   if (avx512 && vector && vector->getNumElements() == 16 && vector->getElementType()->isFloatTy()) {
     // p * 2^n by vscalefps, which rounds to 0, a denormal or +inf itself;
-    // the clamp only keeps n finite for infinite inputs (NaN passes).
-    llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLT(x, constant(x, -150.0)), constant(x, -150.0), x);
-    clamped = b.CreateSelect(b.CreateFCmpOGT(clamped, constant(x, 150.0)), constant(x, 150.0), clamped);
-    llvm::Value* n = nullptr;
-    llvm::Value* p = reduce(clamped, n);
+    // the clamp only keeps n finite for infinite inputs.
+    const ExpReduction e = reduce_exp(b, clamp(-150.0, 150.0));
     return b.CreateCall(llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::x86_avx512_mask_scalef_ps_512),
-                        {p, n, llvm::UndefValue::get(x->getType()), b.getInt16(0xffff), b.getInt32(4)});
+                        {e.p, e.n, llvm::UndefValue::get(x->getType()), b.getInt16(0xffff), b.getInt32(4)});
   }
-  llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLT(x, constant(x, -87.3)), constant(x, -87.3), x);
-  clamped = b.CreateSelect(b.CreateFCmpOGT(clamped, constant(x, 88.3)), constant(x, 88.3), clamped);
-  llvm::Value* n = nullptr;
-  llvm::Value* p = reduce(clamped, n);
-  // 2^n from the exponent bits; n in [-126, 127] after clamping.
-  llvm::Type* it = int_type_like(b, x);
-  llvm::Value* bits = b.CreateShl(b.CreateAdd(b.CreateFPToSI(n, it), llvm::ConstantInt::get(it, 127)), 23);
-  llvm::Value* scale = b.CreateBitCast(bits, x->getType());
-  llvm::Value* result = b.CreateFMul(p, scale);
-  // Saturate: exp of very negative inputs is 0, of large ones +inf.
-  result = b.CreateSelect(b.CreateFCmpOLT(x, constant(x, -87.3)), constant(x, 0.0), result);
-  return b.CreateSelect(b.CreateFCmpOGT(x, constant(x, 88.7)), constant(x, INFINITY), result);
+  // 2^n is the shifted sum's low bits moved into the exponent field. Clamped to [-88, 88.3], n stays
+  // in [-127, 127]; n = -127 (inputs below -87.68, whose exp is a denormal or 0) is biased exponent 0,
+  // so 2^n and the result are 0. Inputs past 88.7 are +inf.
+  const ExpReduction e = reduce_exp(b, clamp(-88.0, 88.3));
+  llvm::Value* scale = b.CreateBitCast(b.CreateShl(b.CreateBitCast(e.shifted, int_type_like(b, x)), 23), x->getType());
+  return b.CreateSelect(b.CreateFCmpOGT(x, constant(x, 88.7)), constant(x, INFINITY), b.CreateFMul(e.p, scale));
 }
 
 llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512) {
   // erf(|x|) = 1 - t (a1 + a2 t + ... + a5 t^4) exp(-x^2), t = 1 / (1 + p |x|).
   llvm::Value* ax = call(b, m, llvm::Intrinsic::fabs, x);
-  llvm::Value* t = b.CreateFDiv(constant(x, 1.0), b.CreateFAdd(constant(x, 1.0), b.CreateFMul(ax, constant(x, 0.3275911))));
+  llvm::Value* t =
+      b.CreateFDiv(constant(x, 1.0), b.CreateFAdd(constant(x, 1.0), b.CreateFMul(ax, constant(x, 0.3275911))));
   llvm::Value* poly = b.CreateFMul(
       t, polynomial(b, t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
   llvm::Value* e = emit_exp(b, m, b.CreateFNeg(b.CreateFMul(ax, ax)), avx512);
