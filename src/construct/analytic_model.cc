@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 #include <sstream>
+#include <unordered_map>
 
 #include "schedule/schedule.h"
 
@@ -153,23 +154,15 @@ double stream_bytes(const StateData& s, const AnchorInfo& an, const TripTable& t
   return 4 * span;
 }
 
-// The most lines one micro-kernel step of an unpacked access puts in one L1
-// set: the register tile's elements over its spatial axes (the vector axis
-// is one run), lines of `line` bytes, sets a `way` apart. With `steps` > 1,
-// the lines of that many steps along reduction axis `r` together: a window
-// sliding with a tiled axis reads the same lines again, which count once.
-// 0 when they lie within one line.
-int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Access& x, int64_t line, int64_t way,
-                           int r = -1, int64_t steps = 1) {
-  thread_local std::vector<int64_t> offsets, next;
-  offsets.assign(1, 0);
-  const int reg = s.reg_level();
-  for (int a = 0; a < an.num_axes(); ++a) {
-    const int64_t R = a == r ? steps : a < an.num_spatial ? s.tile[reg][a] : 1;
-    if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
+// The most lines of `line` bytes, sets `way` bytes apart, that the points
+// sum of k_i * stride_i (0 <= k_i < R_i; `progressions` holds R, stride
+// pairs, in elements) put in one set; 0 when they lie within one line.
+int64_t lines_per_set(const Small<int64_t>& progressions, int64_t line, int64_t way) {
+  std::vector<int64_t> offsets{0}, next;
+  for (size_t i = 0; i < progressions.size(); i += 2) {
     next.clear();
     for (int64_t o : offsets)
-      for (int64_t k = 0; k < R; ++k) next.push_back(o + k * *x.stride[a] * 4);
+      for (int64_t k = 0; k < progressions[i]; ++k) next.push_back(o + k * progressions[i + 1] * 4);
     offsets.swap(next);
     if (offsets.size() > 4096) return 0;  // beyond any register tile
   }
@@ -186,6 +179,38 @@ int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Acces
     most = std::max<int64_t>(most, int64_t(j - i));
   }
   return most;
+}
+
+// The most lines one micro-kernel step of an unpacked access puts in one L1
+// set: the register tile's elements over its spatial axes (the vector axis
+// is one run), lines of `line` bytes, sets a `way` apart. With `steps` > 1,
+// the lines of that many steps along reduction axis `r` together: a window
+// sliding with a tiled axis reads the same lines again, which count once.
+// 0 when they lie within one line. States a traversal estimates share a few
+// hundred register tiles among thousands, so counts are remembered by the
+// tile's progressions (per thread, a bounded table).
+int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Access& x, int64_t line, int64_t way,
+                           int r = -1, int64_t steps = 1) {
+  Small<int64_t> key{line, way};
+  const int reg = s.reg_level();
+  for (int a = 0; a < an.num_axes(); ++a) {
+    const int64_t R = a == r ? steps : a < an.num_spatial ? s.tile[reg][a] : 1;
+    if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
+    key.push_back(R);
+    key.push_back(*x.stride[a]);
+  }
+  struct Hash {
+    size_t operator()(const Small<int64_t>& k) const {
+      size_t h = 0;
+      for (int64_t v : k) h = h * 1000003 ^ std::hash<int64_t>()(v);
+      return h;
+    }
+  };
+  thread_local std::unordered_map<Small<int64_t>, int64_t, Hash> counted;
+  if (auto it = counted.find(key); it != counted.end()) return it->second;
+  if (counted.size() > 65536) counted.clear();
+  const Small<int64_t> progressions(key.begin() + 2, key.end());
+  return counted.emplace(key, lines_per_set(progressions, line, way)).first->second;
 }
 
 // Whether lowering knows the size of every register tile along spatial
@@ -473,7 +498,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     int level;
     double footprint;  // bytes
   };
-  Small<Block> blocks;
+  // A block per loop of each level: kept inline, as the block's footprints are summed for every state.
+  boost::container::small_vector<Block, 40> blocks;
   auto add_block = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int level) {
     double footprint = 4 * an.output.data_tile(t);
     for (const Access& x : an.accesses) footprint += 4 * x.data_tile(t);
