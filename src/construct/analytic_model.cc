@@ -217,19 +217,26 @@ int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Acces
 // axis `a` (lower/cpu/tiled_nest.cc): a known extent, and along the vector
 // axis always (its remainders are peeled at every level), elsewhere when
 // each enclosing tile divides the range it cuts or covers it (the register
-// level's remainder is peeled).
+// level's remainder is peeled), or when every size the enclosing tiles take
+// is a multiple of the register tile (14 in tiles of 8, then of 2).
 bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, int a) {
   std::optional<int64_t> extent = an.extents[a].as_const_int();
   if (!extent) return false;
   if (a == s.vec_axis && s.vec_width > 1) return true;
-  int64_t size = *extent;
+  int64_t size = *extent, multiple = size;  // size: while every tile so far is known
+  bool known = true;
   for (int l = 0; l < s.reg_level(); ++l) {
     const int64_t T = s.tile[l][a];
-    if (size <= T) continue;
-    if (size % T != 0) return false;
-    size = T;
+    if (known && size <= T) continue;
+    if (multiple % T == 0) {
+      size = multiple = T;
+      known = true;
+      continue;
+    }
+    known = false;
+    multiple = std::gcd(multiple, T);
   }
-  return true;
+  return known || multiple % s.tile[s.reg_level()][a] == 0;
 }
 
 // How fast the micro-kernel runs one reduction step of register block `t`

@@ -1,6 +1,7 @@
 #include "lower/cpu/tiled_nest.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 
@@ -17,6 +18,7 @@ struct Region {
   std::optional<int64_t> const_size;   // when known at compile time
   int64_t nominal = 0;                 // tile size bounding `size`; 0 when unbounded
   std::vector<std::pair<Expr, int64_t>> terms;  // loops opened below level 0: (variable, tile)
+  int64_t multiple = 1;                // every size it takes is a multiple of this (const_size when known)
 };
 
 struct PackedAccess {
@@ -105,23 +107,28 @@ class TiledNest {
   static Region sized(Region region, int64_t n) {
     region.size = make_int(n);
     region.const_size = n;
+    region.multiple = n;
     return region;
   }
 
-  // The sub-range of `parent` taken by tile `t` of size T.
+  // The sub-range of `parent` taken by tile `t` of size T. Its size is
+  // known to be T when every size the parent takes is a multiple of T (an
+  // extent of 14 in tiles of 8, then of 2: the tiles of 2 are all whole);
+  // else its sizes are multiples of what T and the parent's sizes share.
   static Region cut(const Region& parent, const Expr& t, int64_t T) {
     Region r = parent;
     r.base = parent.base + t * T;
     r.nominal = T;
     r.terms.push_back({t, T});
-    if (parent.const_size && *parent.const_size % T == 0) {
-      r.size = make_int(T);
-      r.const_size = T;
+    const int64_t multiple = parent.const_size.value_or(parent.multiple);
+    if (multiple % T == 0) {
+      r = sized(r, T);
     } else if (parent.const_size && *parent.const_size <= T) {
       r.size = parent.size;
     } else {
       r.size = min(make_int(T), parent.size - t * T);
       r.const_size.reset();
+      r.multiple = std::gcd(multiple, T);
     }
     return r;
   }
