@@ -505,7 +505,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     int level;
     double footprint;  // bytes
   };
-  // A block per loop of each level: kept inline, as the block's footprints are summed for every state.
+  // Up to a block per loop of each level, held inline: every state's estimate builds them.
   boost::container::small_vector<Block, 40> blocks;
   auto add_block = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int level) {
     double footprint = 4 * an.output.data_tile(t);

@@ -156,12 +156,13 @@ TEST(Codegen, LaneVaryingGuardedReads) {
 
 // exp over its whole float range, in full vectors and a remainder, on the
 // host's vector width and on AVX2's (another exp lowering where the host has
-// AVX-512): within 2.5e-7 relative where the result is a normal float, 0 or a
-// denormal below, +inf above, NaN for NaN.
+// AVX-512): within 2.5e-7 relative where the result is a normal float (1e-4
+// in the last third of an octave before float overflows), 0 or a denormal
+// below, +inf above, NaN for NaN.
 TEST(Codegen, ExpOverItsWholeRange) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> xs = {-inf, -1e30f, -200, -104, -100, -90, -87.5f, -87, -50, -10.5f, -1, -1e-8f, 0, 1e-8f,
-                           0.3465f, 0.35f, 1, 10, 50, 87, 88, 88.3f, 88.8f, 89, 100, 1e30f, inf,
+                           0.3465f, 0.35f, 1, 10, 50, 87, 88, 88.3f, 88.5f, 88.7f, 88.8f, 89, 100, 1e30f, inf,
                            std::numeric_limits<float>::quiet_NaN()};
   for (float x = -87; x < 88; x += 0.0137f) xs.push_back(x);
   const int64_t n = int64_t(xs.size());
@@ -188,11 +189,11 @@ TEST(Codegen, ExpOverItsWholeRange) {
     for (int64_t i = 0; i < 2 * n; ++i) {
       const float x = xs[size_t(i % n)], y = out.as<float>()[i], want = std::exp(x);
       if (std::isnan(x)) EXPECT_TRUE(std::isnan(y)) << spec;
-      else if (want < std::numeric_limits<float>::min()) EXPECT_LE(y, 1.2e-38f) << spec << " exp(" << x << ")";
-      // AVX2's exp saturates from 88.3 (2^n from exponent bits stops at 2^127).
-      else if (std::isinf(want) || (spec != "host" && x > 88.3f))
-        EXPECT_TRUE(std::isinf(y) || y > 2e38f) << spec << " exp(" << x << ") = " << y;
-      else EXPECT_NEAR(y / want, 1.0f, 2.5e-7f) << spec << " exp(" << x << ") = " << y << ", want " << want;
+      else if (want < std::numeric_limits<float>::min())
+        EXPECT_TRUE(y >= 0.0f && y <= 1.2e-38f) << spec << " exp(" << x << ") = " << y;
+      else if (std::isinf(want)) EXPECT_TRUE(std::isinf(y)) << spec << " exp(" << x << ") = " << y;
+      // AVX2's 2^n from exponent bits stops at 2^127: the polynomial covers the last third of an octave.
+      else EXPECT_NEAR(y / want, 1.0f, x > 88.3f ? 1e-4f : 2.5e-7f) << spec << " exp(" << x << ") = " << y;
     }
   }
 }

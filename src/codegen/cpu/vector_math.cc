@@ -3,6 +3,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
+#include <bit>
 #include <cmath>
 
 namespace loom::codegen {
@@ -38,15 +39,25 @@ llvm::Value* call_copysign(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* m
 // n is rounded by adding kShifter, whose floats are spaced 1 apart: the sum `shifted` holds n + 127
 // in its low mantissa bits. exp(r) is a degree-5 minimax polynomial: relative error 1.2e-7 with its
 // float coefficients (Remez on |r| <= ln2/2, then the rounded coefficients searched a few ulp round).
+// `n_at_most_127`: the sum is clamped so (an integer min on its bits, off the multiply-add ports);
+// past 88.38 r then grows beyond ln2/2 and the polynomial carries the rest (1e-5 relative at 88.72,
+// where float overflows).
 struct ExpReduction {
   llvm::Value* shifted;
   llvm::Value* n;
   llvm::Value* p;  // exp(r)
 };
 
-ExpReduction reduce_exp(llvm::IRBuilder<>& b, llvm::Value* x) {
+ExpReduction reduce_exp(llvm::IRBuilder<>& b, llvm::Value* x, bool n_at_most_127) {
   constexpr double kShifter = 12582912.0 + 127.0;  // 1.5 * 2^23, plus the exponent bias
   llvm::Value* shifted = b.CreateFAdd(b.CreateFMul(x, constant(x, 1.4426950408889634)), constant(x, kShifter));
+  if (n_at_most_127) {
+    llvm::Type* it = int_type_like(b, x);
+    const float most = float(kShifter + 127);
+    llvm::Value* bits = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateBitCast(shifted, it),
+                                                llvm::ConstantInt::get(it, std::bit_cast<int32_t>(most)));
+    shifted = b.CreateBitCast(bits, x->getType());
+  }
   llvm::Value* n = b.CreateFSub(shifted, constant(x, kShifter));
   llvm::Value* r = b.CreateFSub(x, b.CreateFMul(n, constant(x, 0.693145751953125)));
   r = b.CreateFSub(r, b.CreateFMul(n, constant(x, 1.428606765330187e-06)));
@@ -63,24 +74,25 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, boo
   llvm::FastMathFlags contract_only;
   contract_only.setAllowContract(true);
   b.setFastMathFlags(contract_only);
-  auto clamp = [&](double lo, double hi) {  // NaN passes
-    llvm::Value* v = b.CreateSelect(b.CreateFCmpOLT(x, constant(x, lo)), constant(x, lo), x);
-    return b.CreateSelect(b.CreateFCmpOGT(v, constant(x, hi)), constant(x, hi), v);
+  auto at_least = [&](double lo) {  // NaN passes
+    return b.CreateSelect(b.CreateFCmpOLT(x, constant(x, lo)), constant(x, lo), x);
   };
   auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
   if (avx512 && vector && vector->getNumElements() == 16 && vector->getElementType()->isFloatTy()) {
     // p * 2^n by vscalefps, which rounds to 0, a denormal or +inf itself;
     // the clamp only keeps n finite for infinite inputs.
-    const ExpReduction e = reduce_exp(b, clamp(-150.0, 150.0));
+    llvm::Value* v = at_least(-150.0);
+    v = b.CreateSelect(b.CreateFCmpOGT(v, constant(x, 150.0)), constant(x, 150.0), v);
+    const ExpReduction e = reduce_exp(b, v, false);
     return b.CreateCall(llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::x86_avx512_mask_scalef_ps_512),
                         {e.p, e.n, llvm::UndefValue::get(x->getType()), b.getInt16(0xffff), b.getInt32(4)});
   }
-  // 2^n is the shifted sum's low bits moved into the exponent field. Clamped to [-88, 88.3], n stays
-  // in [-127, 127]; n = -127 (inputs below -87.68, whose exp is a denormal or 0) is biased exponent 0,
-  // so 2^n and the result are 0. Inputs past 88.7 are +inf.
-  const ExpReduction e = reduce_exp(b, clamp(-88.0, 88.3));
+  // 2^n is the shifted sum's low bits moved into the exponent field, n in [-127, 127]. Inputs below
+  // -88 count as -88: n = -127 (inputs below -87.68, whose exp is a denormal or 0) is biased exponent
+  // 0, so 2^n and the result are 0 (+0; -inf too). Large inputs overflow in p * 2^n (+inf; NaN stays).
+  const ExpReduction e = reduce_exp(b, at_least(-88.0), true);
   llvm::Value* scale = b.CreateBitCast(b.CreateShl(b.CreateBitCast(e.shifted, int_type_like(b, x)), 23), x->getType());
-  return b.CreateSelect(b.CreateFCmpOGT(x, constant(x, 88.7)), constant(x, INFINITY), b.CreateFMul(e.p, scale));
+  return b.CreateFMul(e.p, scale);
 }
 
 llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512) {
