@@ -125,7 +125,8 @@ TEST(States, KnownRemaindersKeepTheFastMicroKernel) {
         {"matmul", {{"M", "13"}, {"N", "45"}, {"K", "21"}}},
         {"dense", {{"M", "5"}, {"N", "83"}, {"K", "16"}, {"epilogue", "bias_relu"}}}},
        false},
-      {{{"depthwise_conv2d", {{"N", "1"}, {"H", "14"}, {"W", "14"}, {"C", "24"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
+      {{{"depthwise_conv2d",
+         {{"N", "1"}, {"H", "14"}, {"W", "14"}, {"C", "24"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
         {"matmul", {{"M", "14"}, {"N", "40"}, {"K", "9"}}}},
        true},
   };

@@ -39,8 +39,8 @@ llvm::Value* call_copysign(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* m
 // n is rounded by adding kShifter, whose floats are spaced 1 apart: the sum `shifted` holds n + 127
 // in its low mantissa bits. exp(r) is a degree-5 minimax polynomial: relative error 1.2e-7 with its
 // float coefficients (Remez on |r| <= ln2/2, then the rounded coefficients searched a few ulp round).
-// `n_at_most_127`: the sum is clamped so (an integer min on its bits, off the multiply-add ports);
-// past 88.38 r then grows beyond ln2/2 and the polynomial carries the rest (1e-5 relative at 88.72,
+// `n_at_most_127`: an integer min on the sum's bits (off the multiply-add ports) keeps n <= 127; past
+// 88.38 r then grows beyond ln2/2 and the polynomial carries the rest (5e-5 relative up to 88.72,
 // where float overflows).
 struct ExpReduction {
   llvm::Value* shifted;

@@ -18,7 +18,7 @@ struct Region {
   std::optional<int64_t> const_size;   // when known at compile time
   int64_t nominal = 0;                 // tile size bounding `size`; 0 when unbounded
   std::vector<std::pair<Expr, int64_t>> terms;  // loops opened below level 0: (variable, tile)
-  int64_t multiple = 1;                // every size it takes is a multiple of this (const_size when known)
+  int64_t multiple = 1;                // every size it takes is a multiple of this (unused with const_size)
 };
 
 struct PackedAccess {
