@@ -116,81 +116,79 @@ INSTANTIATE_TEST_SUITE_P(Jit, RandomStates, ::testing::ValuesIn(cases()),
 // element loop of such an axis has a size computed at run time. Odd channel,
 // row and column counts; and even ones, where only the multiples say so.
 TEST(States, KnownRemaindersKeepTheFastMicroKernel) {
-  struct Shapes {
-    std::vector<Case> cases;
+  struct Shape {
+    Case c;
     bool even;  // extents whose cut tiles share a factor with the register tile
   };
-  const std::vector<Shapes> shapes = {
-      {{{"depthwise_conv2d", {{"N", "1"}, {"H", "9"}, {"W", "7"}, {"C", "37"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
-        {"matmul", {{"M", "13"}, {"N", "45"}, {"K", "21"}}},
-        {"dense", {{"M", "5"}, {"N", "83"}, {"K", "16"}, {"epilogue", "bias_relu"}}}},
+  const std::vector<Shape> shapes = {
+      {{"depthwise_conv2d", {{"N", "1"}, {"H", "9"}, {"W", "7"}, {"C", "37"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
        false},
-      {{{"depthwise_conv2d",
-         {{"N", "1"}, {"H", "14"}, {"W", "14"}, {"C", "24"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
-        {"matmul", {{"M", "14"}, {"N", "40"}, {"K", "9"}}}},
+      {{"matmul", {{"M", "13"}, {"N", "45"}, {"K", "21"}}}, false},
+      {{"dense", {{"M", "5"}, {"N", "83"}, {"K", "16"}, {"epilogue", "bias_relu"}}}, false},
+      {{"depthwise_conv2d",
+        {{"N", "1"}, {"H", "14"}, {"W", "14"}, {"C", "24"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
        true},
+      {{"matmul", {{"M", "14"}, {"N", "40"}, {"K", "9"}}}, true},
   };
   HwSpec hw = detect_host_cpu();
-  for (const auto& [cases, even] : shapes) {
-    int multiples_only = 0;
-    for (const Case& c : cases) {
-      Operator op = make_operator(c.op, c.params);
-      Task task = make_task(op, hw, 1);
-      const AnchorInfo& anchor = *task.anchor;
-      std::mt19937_64 rng(std::hash<std::string>()(case_name(c)));
-      auto inputs = random_inputs(op, 3);
-      int vector_remainders = 0, row_remainders = 0, compiled = 0;
-      for (int sample = 0; sample < 60 && compiled < 8; ++sample) {
-        State state = random_state(anchor, hw, rng, 6 + sample % 10);
-        const int reg = state->reg_level();
-        std::vector<std::string> static_axes;
-        bool remainder = false, by_multiples = false;
-        for (int a = 0; a < anchor.num_spatial; ++a) {
-          const int64_t extent = anchor.plan_extent(a), R = state->tile[reg][a];
-          const bool vector = a == state->vec_axis && state->vec_width > 1;
-          int64_t size = extent, multiple = extent;
-          bool known = true;
-          for (int l = 0; l < reg; ++l) {
-            const int64_t T = state->tile[l][a];
-            if (known && size <= T) continue;
-            known = multiple % T == 0;
-            size = multiple = known ? T : std::gcd(multiple, T);
-          }
-          if (!vector && !known && multiple % R != 0) continue;
-          static_axes.push_back(anchor.axes[a].name());
-          by_multiples |= !vector && !known && R > 1;
-          if (extent % R == 0) continue;
-          remainder = true;
-          (vector ? vector_remainders : row_remainders) += 1;
+  int multiples_only = 0;  // in the even shapes
+  for (const auto& [c, even] : shapes) {
+    Operator op = make_operator(c.op, c.params);
+    Task task = make_task(op, hw, 1);
+    const AnchorInfo& anchor = *task.anchor;
+    std::mt19937_64 rng(std::hash<std::string>()(case_name(c)));
+    auto inputs = random_inputs(op, 3);
+    int vector_remainders = 0, row_remainders = 0, compiled = 0;
+    for (int sample = 0; sample < 60 && compiled < 8; ++sample) {
+      State state = random_state(anchor, hw, rng, 6 + sample % 10);
+      const int reg = state->reg_level();
+      std::vector<std::string> static_axes;
+      bool remainder = false, by_multiples = false;
+      for (int a = 0; a < anchor.num_spatial; ++a) {
+        const int64_t extent = anchor.plan_extent(a), R = state->tile[reg][a];
+        const bool vector = a == state->vec_axis && state->vec_width > 1;
+        int64_t size = extent, multiple = extent;
+        bool known = true;
+        for (int l = 0; l < reg; ++l) {
+          const int64_t T = state->tile[l][a];
+          if (known && size <= T) continue;
+          known = multiple % T == 0;
+          size = multiple = known ? T : std::gcd(multiple, T);
         }
-        if (!remainder && !by_multiples) continue;
-        multiples_only += by_multiples;
-        ++compiled;
-        Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
-        EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str();
-        std::istringstream ir(k.report().loop_ir);
-        // A loop bound over a static axis may only depend on the unrolled
-        // vector index (a known narrower last vector), never on run-time sizes.
-        for (std::string line; std::getline(ir, line);)
-          for (const std::string& name : static_axes) {
-            const std::string loop = "for e_" + name + " in [0, min(";
-            const size_t at = line.find(loop);
-            if (at == std::string::npos) continue;
-            const std::string rest = line.substr(at + loop.size()), vector_index = "e_" + name + "_v";
-            std::string bound;
-            for (size_t i = 0; i < rest.size();)
-              if (rest.compare(i, vector_index.size(), vector_index) == 0) i += vector_index.size();
-              else bound += rest[i++];
-            EXPECT_EQ(bound.find_first_of("abcdefghijklmnopqrstuvwxyz_"), bound.rfind(" x") + 1)
-                << c.op << " " << state->str() << ": " << line;
-          }
+        if (!vector && !known && multiple % R != 0) continue;
+        static_axes.push_back(anchor.axes[a].name());
+        by_multiples |= !vector && !known && R > 1;
+        if (extent % R == 0) continue;
+        remainder = true;
+        (vector ? vector_remainders : row_remainders) += 1;
       }
-      if (even) continue;
-      EXPECT_GE(vector_remainders, 2) << c.op << ": too few sampled states with a vector remainder";
-      EXPECT_GE(row_remainders, 1) << c.op << ": too few sampled states with a row remainder";
+      if (!remainder && !by_multiples) continue;
+      multiples_only += even && by_multiples;
+      ++compiled;
+      Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
+      EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str();
+      std::istringstream ir(k.report().loop_ir);
+      // A loop bound over a static axis may only depend on the unrolled
+      // vector index (a known narrower last vector), never on run-time sizes.
+      for (std::string line; std::getline(ir, line);)
+        for (const std::string& name : static_axes) {
+          const std::string loop = "for e_" + name + " in [0, min(";
+          const size_t at = line.find(loop);
+          if (at == std::string::npos) continue;
+          const std::string rest = line.substr(at + loop.size()), vector_index = "e_" + name + "_v";
+          std::string bound;
+          for (size_t i = 0; i < rest.size();)
+            if (rest.compare(i, vector_index.size(), vector_index) == 0) i += vector_index.size();
+            else bound += rest[i++];
+          EXPECT_EQ(bound.find_first_of("abcdefghijklmnopqrstuvwxyz_"), bound.rfind(" x") + 1)
+              << c.op << " " << state->str() << ": " << line;
+        }
     }
-    if (even) EXPECT_GE(multiples_only, 1) << "no sampled state's register tiles are whole by multiples alone";
+    if (even) continue;
+    EXPECT_GE(vector_remainders, 2) << c.op << ": too few sampled states with a vector remainder";
+    EXPECT_GE(row_remainders, 1) << c.op << ": too few sampled states with a row remainder";
   }
+  EXPECT_GE(multiples_only, 1) << "no sampled state's register tiles are whole by multiples alone";
 }
 
 TEST(StateDynamicShapes, TiledKernelServesEverySize) {

@@ -11,7 +11,7 @@
 // cost of softmax and GELU, whose rows are otherwise a few loads and adds.
 // `avx512`: the target has AVX-512, whose vscalefps computes p * 2^n with
 // the range handled (0, denormals, +inf), so a 16-lane exp skips building
-// 2^n from exponent bits and the saturating selects.
+// 2^n from exponent bits and clamping n to its range.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>

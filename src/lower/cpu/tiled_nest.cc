@@ -107,7 +107,6 @@ class TiledNest {
   static Region sized(Region region, int64_t n) {
     region.size = make_int(n);
     region.const_size = n;
-    region.multiple = n;
     return region;
   }
 
