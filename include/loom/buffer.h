@@ -18,8 +18,12 @@ class Buffer {
  public:
   Buffer() = default;
 
-  // Zero-filled, 64-byte aligned (2 MiB and on huge pages when at least
-  // that large), row-major.
+  // Buffers at least this large are aligned to it and advised onto huge
+  // pages, which fix their cache-set placement by the virtual address.
+  static constexpr int64_t kHugePageBytes = int64_t(2) << 20;
+
+  // Zero-filled, 64-byte aligned (kHugePageBytes and on huge pages when at
+  // least that large), row-major.
   static Buffer allocate(std::vector<int64_t> shape, DType type = DType::f32());
   // Wraps caller memory. Empty strides mean row-major.
   static Buffer borrow(void* data, std::vector<int64_t> shape, DType type = DType::f32(),

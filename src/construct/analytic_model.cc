@@ -8,6 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "loom/buffer.h"
 #include "schedule/schedule.h"
 
 namespace loom {
@@ -211,6 +212,63 @@ int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Acces
   if (counted.size() > 65536) counted.clear();
   const Small<int64_t> progressions(key.begin() + 2, key.end());
   return counted.emplace(key, lines_per_set(progressions, line, way)).first->second;
+}
+
+enum class Placement { Contiguous, Pages, HugePages };
+
+// Where access i of a state (i == accesses.size(): the output) reads from:
+// a packed copy is contiguous; a materialized producer sits in the kernel's
+// scratch memory, on ordinary pages; a tensor from the runtime's huge-page
+// size up is on huge pages.
+Placement placement(const StateData& s, const AnchorInfo& an, size_t i) {
+  const bool output = i == an.accesses.size();
+  if (!output && s.pack[i] >= 0) return Placement::Contiguous;
+  if (!output && s.materialized(i)) return Placement::Pages;
+  double bytes = 4;
+  for (int64_t size : (output ? an.output : an.accesses[i]).const_shape) bytes *= double(size);
+  return bytes >= double(Buffer::kHugePageBytes) ? Placement::HugePages : Placement::Pages;
+}
+
+// The most lines of cache `c` that access `x`'s data box for axis tiles
+// `tile` puts in one set (0 for a contiguous copy, which spreads evenly).
+// The box is runs of contiguous bytes, one per point of its outer
+// dimensions. A run's set is fixed by its address modulo the cache's way on
+// huge pages, else only modulo the page, the physical page picking one of
+// way / page set groups at random. Along a dimension d, the runs' fixed
+// parts repeat every P_d = span / gcd(stride_d, span) steps, so there are at
+// most min(prod_d min(extent_d, P_d), span / gcd_d(...)) of them, taken as
+// evenly spaced, each spread over the set groups; runs sharing a start
+// share its sets. A box whose rows are a power of two apart fills a few
+// sets while the rest stay empty: a GEMM's rows of 2304 floats on huge pages
+// put 16 lines a set into a quarter of a 1024-set cache.
+double box_lines_per_set(const Access& x, const int64_t* tile, const CacheLevel& c, Placement where) {
+  const int ndim = int(x.dim_terms.size());
+  if (where == Placement::Contiguous || c.associativity <= 0 || int(x.const_shape.size()) != ndim) return 0;
+  const int64_t way = std::max<int64_t>(c.line_bytes, c.size_bytes / c.associativity);
+  const int64_t span = where == Placement::HugePages ? way : std::min(way, int64_t(kPageBytes));
+  // gcd(a, b) for b dividing span, by a's lowest set bit where span is a power of two (as ways and pages are).
+  const bool power_of_two = (span & (span - 1)) == 0;
+  auto gcd = [&](int64_t a, int64_t b) { return a == 0 ? b : power_of_two ? std::min(b, a & -a) : std::gcd(a, b); };
+  int64_t stride = 4, run = 4, spacing = span;  // spacing: the gcd of the strides, modulo span
+  double runs = 1, starts = 1;
+  bool contiguous = true;  // the box so far is one run
+  for (int d = ndim - 1; d >= 0; --d) {
+    const int64_t size = x.const_shape[size_t(d)];
+    const int64_t extent = std::min(size, int64_t(Access::dim_extent(x.dim_terms[size_t(d)], tile)));
+    if (contiguous) {
+      run = extent * stride;
+      contiguous = extent == size;
+    } else if (extent > 1) {
+      const int64_t g = gcd(stride % span, span);
+      runs *= double(extent);
+      starts *= double(std::min(extent, span / g));
+      spacing = gcd(g, spacing);
+    }
+    stride *= size;
+  }
+  starts = std::min(runs, std::min(starts, double(span / spacing)) * double(way / span));
+  const double sets = double(std::max<int64_t>(1, way / c.line_bytes));
+  return std::max(runs * std::ceil(double(run) / double(c.line_bytes)) / sets, std::ceil(runs / starts));
 }
 
 // Whether lowering knows the size of every register tile along spatial
@@ -471,11 +529,10 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // outermost block whose footprint fits in it.
   struct Traffic {
     double bytes = 0;
-    double streamed = 0;  // bytes when nothing stays resident between calls
-    // The part of `bytes` (`streamed`) read as demand misses: runs too short
-    // for a prefetcher to follow; and that part weighted by what its runs
-    // cost against the spec's scattered figure.
-    double demand = 0, streamed_demand = 0, demand_cost = 0, streamed_demand_cost = 0;
+    // The part of `bytes` read as demand misses: runs too short for a
+    // prefetcher to follow; and that part weighted by what its runs cost
+    // against the spec's scattered figure.
+    double demand = 0, demand_cost = 0;
   };
   Small<int64_t> scratch(s.tile[reg], s.tile[reg] + n);  // a micro-kernel call's block
   for (int a = an.num_spatial; a < n; ++a) scratch[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
@@ -504,6 +561,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     OrderTable::Row<const int> enclosing;
     int level;
     double footprint;  // bytes
+    double calls = 0;  // how many times the nest runs the block; 0 until the traffic asks
   };
   // Up to a block per loop of each level, held inline: every state's estimate builds them.
   boost::container::small_vector<Block, 40> blocks;
@@ -528,51 +586,48 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   for (int l = reg - 1; l >= 1; --l) add_level(s.tile[l], l);
   for (int a = 0; a < n; ++a) scratch[a] = a < an.num_spatial ? s.tile[0][a] : full[a];
   add_block(scratch.data(), {nullptr, nullptr}, 0);
-  // The traffic of a block's calls into the cache it fits in.
-  auto traffic = [&](const Block& b) {
+  // The traffic of access i (i == accesses.size(): the output) over a
+  // block's calls into the cache the block fits in (`resident`), or, when
+  // nothing fits, of every call streaming its whole data tile.
+  auto traffic = [&](Block& b, size_t i, bool resident, Traffic& g) {
     const int64_t* t = b.tile.data();
-    Traffic g;
-    double calls = 1;
-    for (int a = 0; a < n; ++a) calls *= ceil_div(double(full[a]), double(t[a]));
-    // `demand`: the fraction of the access's bytes read as demand misses,
-    // `weight` their cost against the spec's scattered figure.
-    auto add = [&](const Access& x, double times, double line_util, double demand, double weight) {
-      // Loops that do not move the access reuse its tile; the first that
-      // does reads, over its sweep, the union of its tiles once: a window's
-      // overlapping rows stay in the cache the tile fits in.
-      const double elems = x.data_tile(t);
-      double reuse = 1, per_call = elems;
-      for (const int* it = b.enclosing.end(); it != b.enclosing.begin();) {
-        const int a = *--it;
-        const double k = trip(b.level, a);
-        if (!x.uses_axis[a]) {
-          reuse *= k;
-          continue;
-        }
-        if (k > 1 && t[a] < parent_extent(s, an, b.level, a)) {
-          Small<int64_t> swept(t, t + n);
-          swept[a] = int64_t(std::min(double(full[a]), double(t[a]) * k));
-          per_call = x.data_tile(swept.data()) / k;
-        }
-        break;
-      }
-      const double streamed = 4 * elems * times * calls / line_util, bytes = streamed * per_call / elems / reuse;
-      g.bytes += bytes;
-      g.demand += bytes * demand;
-      g.demand_cost += bytes * demand * weight;
-      g.streamed += streamed;
-      g.streamed_demand += streamed * demand;
-      g.streamed_demand_cost += streamed * demand * weight;
-    };
-    for (size_t i = 0; i < an.accesses.size(); ++i) {
-      const Access& x = an.accesses[i];
-      const int unit = x.contiguous_axis();
-      const double run = unit >= 0 ? double(t[unit]) : 1;
-      add(x, 1, s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0), demand_fraction[i], demand_weight[i]);
+    const bool output = i == an.accesses.size();
+    const Access& x = output ? an.output : an.accesses[i];
+    if (b.calls == 0) {
+      b.calls = 1;
+      for (int a = 0; a < n; ++a) b.calls *= ceil_div(double(full[a]), double(t[a]));
     }
-    add(an.output, 2, 1, demand_fraction.back(), demand_weight.back());
-    return g;
+    const double calls = b.calls;
+    const int unit = x.contiguous_axis();
+    const double run = unit >= 0 ? double(t[unit]) : 1;
+    const double line_util = output || s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0);
+    // Loops that do not move the access reuse its tile; the first that
+    // does reads, over its sweep, the union of its tiles once: a window's
+    // overlapping rows stay in the cache the tile fits in.
+    const double elems = x.data_tile(t);
+    double reuse = 1, per_call = elems;
+    for (const int* it = b.enclosing.end(); it != b.enclosing.begin();) {
+      const int a = *--it;
+      const double k = trip(b.level, a);
+      if (!x.uses_axis[a]) {
+        reuse *= k;
+        continue;
+      }
+      if (k > 1 && t[a] < parent_extent(s, an, b.level, a)) {
+        Small<int64_t> swept(t, t + n);
+        swept[a] = int64_t(std::min(double(full[a]), double(t[a]) * k));
+        per_call = x.data_tile(swept.data()) / k;
+      }
+      break;
+    }
+    const double streamed = 4 * elems * (output ? 2 : 1) * calls / line_util;
+    const double bytes = resident ? streamed * per_call / elems / reuse : streamed;
+    g.bytes += bytes;
+    g.demand += bytes * demand_fraction[i];
+    g.demand_cost += bytes * demand_fraction[i] * demand_weight[i];
   };
+  Small<Placement> places;
+  for (size_t i = 0; i <= an.accesses.size(); ++i) places.push_back(placement(s, an, i));
   for (size_t level = 0; level < cpu.caches.size() && level < est.level_s.size(); ++level) {
     const CacheLevel& c = cpu.caches[level];
     const double bandwidth = read_bandwidth(cpu, level + 1);  // filled from the next level out
@@ -582,17 +637,29 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       est.level_s[est.caches++] = 0;
       continue;
     }
-    const Block* fit = nullptr;
-    for (const Block& b : blocks)
+    Block* fit = nullptr;
+    for (Block& b : blocks)
       if (b.footprint <= capacity) fit = &b;
     for (size_t i = 0; i < demand_run.size(); ++i)
       demand_weight[i] = scattered_bandwidth(cpu, level + 1) / demand_bandwidth(cpu, level + 1, demand_run[i]);
-    // Nothing fits: every micro-kernel call streams its whole working set.
-    const Traffic g = traffic(fit ? *fit : blocks.front());
-    const double bytes = fit ? g.bytes : g.streamed;
-    const double demand = fit ? g.demand : g.streamed_demand;
-    const double demand_cost = fit ? g.demand_cost : g.streamed_demand_cost;
-    est.level_s[est.caches++] = (bytes - demand) / bandwidth + demand_cost / scattered_bandwidth(cpu, level + 1);
+    // An access whose rows put more lines into one set than the cache has
+    // ways stays only in the blocks inside where they do not; when nothing
+    // fits, every micro-kernel call streams its whole data tile. Rows that
+    // crowd sets less than that, sharing them with the rest of the block,
+    // are not counted (measured: counting them as evicted mis-ranked more
+    // GEMMs and convolutions than it fixed). L1's conflicts are those of the
+    // micro-kernel's own steps (penalties, below).
+    auto overflows = [&](const Block& b, size_t i) {
+      const Access& x = i == an.accesses.size() ? an.output : an.accesses[i];
+      return box_lines_per_set(x, b.tile.data(), c, places[i]) > double(c.associativity);
+    };
+    Traffic g;
+    for (size_t i = 0; i <= an.accesses.size(); ++i) {
+      Block* own = fit;
+      while (level > 0 && own && overflows(*own, i)) own = own == blocks.data() ? nullptr : own - 1;
+      traffic(own ? *own : blocks.front(), i, own != nullptr, g);
+    }
+    est.level_s[est.caches++] = (g.bytes - g.demand) / bandwidth + g.demand_cost / scattered_bandwidth(cpu, level + 1);
   }
   double outer_trips = 1;  // number of level-0 tiles
   for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trip(0, a);

@@ -30,7 +30,7 @@ int64_t buffer_bytes(const std::vector<int64_t>& shape, DType type, const std::s
 // (with 4 KiB pages, physical placement changes which strided accesses
 // conflict in the caches, from one allocation to the next).
 void* allocate_bytes(size_t bytes) {
-  constexpr size_t kHuge = size_t(2) << 20;
+  constexpr size_t kHuge = size_t(Buffer::kHugePageBytes);
   if (bytes < kHuge) return std::aligned_alloc(64, bytes);
   void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) & ~(kHuge - 1));
   if (p) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing

@@ -7,6 +7,16 @@ namespace loom {
 
 namespace {
 
+std::vector<int64_t> const_shape(const te::Tensor& t) {
+  std::vector<int64_t> shape;
+  for (const Expr& e : t.shape()) {
+    const std::optional<int64_t> size = e.as_const_int();
+    if (!size) return {};
+    shape.push_back(*size);
+  }
+  return shape;
+}
+
 bool reads_only_at_own_point(const te::Tensor& consumer, const te::Tensor& anchor) {
   const TensorNode* c = consumer.get();
   if (c->axes.size() != anchor.get()->axes.size() || c->body.get()->as<ReduceNode>()) return false;
@@ -28,6 +38,7 @@ Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
   a.read = expr;
   a.tensor = read->tensor;
   a.indices = read->indices;
+  a.const_shape = const_shape(a.tensor);
   Expr flat = flatten_index(read->indices, read->tensor.shape());
   for (const Var& v : axes) {
     a.uses_axis.push_back(false);
@@ -86,6 +97,7 @@ AnchorInfo analyze_anchor(const Operator& op) {
 
   const int n = info.num_axes();
   info.output.tensor = info.stage;
+  info.output.const_shape = const_shape(info.stage);
   info.output.uses_axis.assign(size_t(n), false);
   info.output.stride.assign(size_t(n), std::nullopt);
   std::optional<int64_t> stride = 1;

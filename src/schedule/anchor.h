@@ -35,6 +35,8 @@ struct Access {
     int64_t coeff;  // > 0; 1 where not affine
   };
   std::vector<std::vector<Term>> dim_terms;  // [dim]
+  // The tensor's size along each dimension; empty when one is symbolic.
+  std::vector<int64_t> const_shape;
   bool guarded = false;  // reads through a select (padding): a branch per element unless packed
 
   // The axis along which consecutive elements are adjacent in memory; -1

@@ -183,6 +183,33 @@ TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
   EXPECT_GT(penalty(block, eight_way), 2 * penalty(block, wide));
 }
 
+TEST(AnalyticModel, RowsAPowerOfTwoApartStayOnlyInTheSetsTheyMapTo) {
+  // C = A B, register tile 4 x 24, swept down 512 rows of A and C per L2
+  // tile (k = 64): 182 KiB, within a 256 KiB L2. With A's rows 3 KiB apart
+  // and C's 9 KiB, both on huge pages (2 MiB and more), an 8-way L2 (32 KiB
+  // a way) puts each in a quarter of its sets, 16 lines a set: they come
+  // from L3 again on every sweep. A fully associative L2 holds them, and
+  // rows 3080 and 9200 bytes apart spread over every set of either.
+  auto l2_seconds = [](int64_t n, int64_t k, int ways) -> double {
+    HwSpec spec = load_hwspec("haswell_avx2");
+    EXPECT_EQ(spec.cpu.caches.at(1).size_bytes, 256 << 10);
+    spec.cpu.caches[1].associativity = ways;
+    const Task task = make_task(make_operator("matmul", {{"M", "2048"}, {"N", std::to_string(n)},
+                                                         {"K", std::to_string(k)}}), spec, 1);
+    std::vector<std::string> steps = {"vectorize 1 8", "tile_grow 3 1", "tile_grow 3 1"};
+    steps.insert(steps.end(), 3, "tile_grow 3 0");
+    steps.insert(steps.end(), 6, "tile_shrink 2 2");
+    steps.insert(steps.end(), {"tile_shrink 2 0", "tile_shrink 2 0", "reorder 2 1", "reorder 3 0"});
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[3][1], 424) << s->str();
+    EXPECT_EQ(s->tile[2][0], 512) << s->str();
+    return estimate(*task.anchor, *s, spec, 1).level_s[1];
+  };
+  const int kFullyAssociative = (256 << 10) / 64;
+  EXPECT_GT(l2_seconds(2304, 768, 8), 1.5 * l2_seconds(2304, 768, kFullyAssociative));
+  EXPECT_NEAR(l2_seconds(2300, 770, 8), l2_seconds(2300, 770, kFullyAssociative), 1e-9);
+}
+
 TEST(AnalyticModel, LinesRefilledAfterASetConflictComeAtTheDemandRateOfTheirRuns) {
   // C = A B with B's rows 4 KiB apart: the micro-kernel's K loop reads one
   // 64-byte line of B per step, all in one set of an 8-way 4 KiB-a-way L1,
