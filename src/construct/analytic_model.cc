@@ -214,6 +214,16 @@ int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Acces
   return counted.emplace(key, lines_per_set(progressions, line, way)).first->second;
 }
 
+// Bytes a cache's sets span: addresses this far apart share a set.
+int64_t way_bytes(const CacheLevel& c) {
+  return std::max<int64_t>(c.line_bytes, c.size_bytes / std::max<int64_t>(1, c.associativity));
+}
+
+// Access i of the anchor's body, or its output where i == accesses.size().
+const Access& access_or_output(const AnchorInfo& an, size_t i) {
+  return i == an.accesses.size() ? an.output : an.accesses[i];
+}
+
 enum class Placement { Contiguous, Pages, HugePages };
 
 // Where access i of a state (i == accesses.size(): the output) reads from:
@@ -225,7 +235,7 @@ Placement placement(const StateData& s, const AnchorInfo& an, size_t i) {
   if (!output && s.pack[i] >= 0) return Placement::Contiguous;
   if (!output && s.materialized(i)) return Placement::Pages;
   double bytes = 4;
-  for (int64_t size : (output ? an.output : an.accesses[i]).const_shape) bytes *= double(size);
+  for (int64_t size : access_or_output(an, i).const_shape) bytes *= double(size);
   return bytes >= double(Buffer::kHugePageBytes) ? Placement::HugePages : Placement::Pages;
 }
 
@@ -244,7 +254,7 @@ Placement placement(const StateData& s, const AnchorInfo& an, size_t i) {
 double box_lines_per_set(const Access& x, const int64_t* tile, const CacheLevel& c, Placement where) {
   const int ndim = int(x.dim_terms.size());
   if (where == Placement::Contiguous || c.associativity <= 0 || int(x.const_shape.size()) != ndim) return 0;
-  const int64_t way = std::max<int64_t>(c.line_bytes, c.size_bytes / c.associativity);
+  const int64_t way = way_bytes(c);
   const int64_t span = where == Placement::HugePages ? way : std::min(way, int64_t(kPageBytes));
   // gcd(a, b) for b dividing span, by a's lowest set bit where span is a power of two (as ways and pages are).
   const bool power_of_two = (span & (span - 1)) == 0;
@@ -592,7 +602,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   auto traffic = [&](Block& b, size_t i, bool resident, Traffic& g) {
     const int64_t* t = b.tile.data();
     const bool output = i == an.accesses.size();
-    const Access& x = output ? an.output : an.accesses[i];
+    const Access& x = access_or_output(an, i);
     if (b.calls == 0) {
       b.calls = 1;
       for (int a = 0; a < n; ++a) b.calls *= ceil_div(double(full[a]), double(t[a]));
@@ -650,8 +660,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     // GEMMs and convolutions than it fixed). L1's conflicts are those of the
     // micro-kernel's own steps (penalties, below).
     auto overflows = [&](const Block& b, size_t i) {
-      const Access& x = i == an.accesses.size() ? an.output : an.accesses[i];
-      return box_lines_per_set(x, b.tile.data(), c, places[i]) > double(c.associativity);
+      return box_lines_per_set(access_or_output(an, i), b.tile.data(), c, places[i]) > double(c.associativity);
     };
     Traffic g;
     for (size_t i = 0; i <= an.accesses.size(); ++i) {
@@ -746,7 +755,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // sets; more lines per set than ways and every step misses L1.
   if (!cpu.caches.empty()) {
     const CacheLevel& l1 = cpu.caches.front();
-    const int64_t way = std::max<int64_t>(l1.line_bytes, l1.size_bytes / std::max<int64_t>(1, l1.associativity));
+    const int64_t way = way_bytes(l1);
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       if (s.pack[i] >= 0) continue;
       const Access& x = an.accesses[i];
