@@ -210,6 +210,35 @@ TEST(AnalyticModel, RowsAPowerOfTwoApartStayOnlyInTheSetsTheyMapTo) {
   EXPECT_NEAR(l2_seconds(2300, 770, 8), l2_seconds(2300, 770, kFullyAssociative), 1e-9);
 }
 
+TEST(AnalyticModel, ATileTheNextCallReadsAgainNeedsAWayToSpare) {
+  // C = A B with B's rows 3 KiB apart (N = 768): a 32-step reduction block
+  // puts 8 of its lines into each of 4 sets of an 8-way L1, every way. Swept
+  // down the rows of A (the loop around the micro-kernel does not move B),
+  // the panel stays over many calls while A's and C's lines pass through
+  // the same sets, and loses lines to them; swept along the columns
+  // (another panel each call) it is read once anyway.
+  auto conflict_penalty = [](bool rows_innermost) -> double {
+    const HwSpec eight_way = load_hwspec("haswell_avx2");
+    EXPECT_EQ(eight_way.cpu.caches.at(0).associativity, 8);
+    HwSpec wide = eight_way;
+    wide.cpu.caches[0].associativity = 512;  // a set per line
+    const Task task = make_task(make_operator("matmul", {{"M", "2048"}, {"N", "768"}, {"K", "768"}}), eight_way, 1);
+    std::vector<std::string> steps = {"vectorize 1 8", "tile_grow 3 1", "tile_grow 3 1"};
+    steps.insert(steps.end(), 3, "tile_grow 3 0");  // 4 rows x 3 vectors
+    steps.insert(steps.end(), 8, "tile_shrink 2 2");  // 768 -> 32
+    steps.insert(steps.end(), {"tile_shrink 2 0", "tile_shrink 2 1"});
+    steps.insert(steps.end(), {"reorder 2 1", "reorder 2 0"});  // [k, i, j]
+    if (rows_innermost) steps.push_back("reorder 2 1");        // [k, j, i]
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[3][1], 424) << s->str();
+    EXPECT_EQ(s->tile[2][2], 32) << s->str();
+    EXPECT_EQ(s->order[2][2], rows_innermost ? 0 : 1) << s->str();
+    return estimate(*task.anchor, *s, eight_way, 1).penalty_s - estimate(*task.anchor, *s, wide, 1).penalty_s;
+  };
+  EXPECT_GT(conflict_penalty(true), 0);
+  EXPECT_EQ(conflict_penalty(false), 0);
+}
+
 TEST(AnalyticModel, LinesRefilledAfterASetConflictComeAtTheDemandRateOfTheirRuns) {
   // C = A B with B's rows 4 KiB apart: the micro-kernel's K loop reads one
   // 64-byte line of B per step, all in one set of an 8-way 4 KiB-a-way L1,
