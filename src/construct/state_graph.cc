@@ -31,6 +31,11 @@ struct VertexData {
   bool expanded = false;
 };
 
+// Whether `step` resizes a parallel tile on one thread: it changes nothing.
+bool moves_parallel_tile_alone(const Step& step, int threads) {
+  return threads == 1 && (step.kind == StepKind::TileGrow || step.kind == StepKind::TileShrink) && step.a == 0;
+}
+
 struct EdgeData {
   Step step{StepKind::TileGrow};
   double probability = 0;
@@ -68,7 +73,7 @@ class Traversal {
       current = next;
       ++taken;
     }
-    polish_register_blocks();
+    polish();
     const std::vector<Vertex> all = by_estimate();
     // Emit the best states, at most two per micro-kernel shape (register
     // tile and vector axis) at first, so that measuring the top K compares
@@ -109,15 +114,24 @@ class Traversal {
     return all;
   }
 
-  // The walk's best states with the register block the model rates best
-  // for their cache tiles: the walk moves it one row or vector at a time and
-  // rarely crosses the blocks between two good ones (8x8 to 6x16 passes
-  // through blocks with too few accumulators), and the seeds' blocks were
-  // chosen before any cache tiling. Only CPU states have register blocks.
-  void polish_register_blocks() {
+  // The walk's best states, polished twice: with the register block the
+  // model rates best for their cache tiles, and after a descent from that
+  // (descend below) with the best block for the tiles it ends at. The walk
+  // moves the register block one row or vector at a time and rarely crosses
+  // the blocks between two good ones (8x8 to 6x16 passes through blocks with
+  // too few accumulators), and the seeds' blocks were chosen before any
+  // cache tiling; the walk's random steps seldom take the few in a row that
+  // trade one cache tile's extent for another's. Register blocks are CPU
+  // states' only.
+  void polish() {
     if (target_.kind != TargetKind::Cpu) return;
-    for (Vertex v : by_estimate(kPolishedStates))
-      vertex_for(best_register_block(state_of(v), anchor_, target_, options_.threads), std::nullopt);
+    const int threads = options_.threads;
+    for (Vertex v : by_estimate(kPolishedStates)) {
+      const State blocked = best_register_block(state_of(v), anchor_, target_, threads);
+      vertex_for(blocked, std::nullopt);
+      vertex_for(best_register_block(descend(blocked, anchor_, target_, threads), anchor_, target_, threads),
+                 std::nullopt);
+    }
   }
 
   static constexpr size_t kPolishedStates = 3;
@@ -155,9 +169,7 @@ class Traversal {
     const State from = state_of(v);
     std::vector<std::pair<Vertex, Step>> next;
     for (const Step& step : candidate_steps(*from, anchor_, target_)) {
-      // On one thread the parallel tiles change nothing.
-      const bool parallel_tile = (step.kind == StepKind::TileGrow || step.kind == StepKind::TileShrink) && step.a == 0;
-      if (parallel_tile && options_.threads == 1) continue;
+      if (moves_parallel_tile_alone(step, options_.threads)) continue;
       StepResult r = apply_step(*from, step, anchor_, target_);
       if (r) next.emplace_back(vertex_for(r.state, std::make_pair(v, step)), step);  // illegal: cheap, expected
     }
@@ -342,6 +354,36 @@ State best_register_block_from(const State& s, const AnchorInfo& anchor, const H
 }
 
 }  // namespace
+
+State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target, int threads) {
+  constexpr int kMaxMoves = 32;  // each must gain, so they end; this bounds the cost
+  State at = from;
+  double seconds = estimate(anchor, *at, target, threads).seconds;
+  for (int move = 0; move < kMaxMoves; ++move) {
+    State best = at;
+    double best_seconds = seconds;
+    auto weigh = [&](const State& n) {
+      const double t = estimate(anchor, *n, target, threads).seconds;
+      if (t < best_seconds) std::tie(best, best_seconds) = std::tie(n, t);
+    };
+    for (const Step& step : candidate_steps(*at, anchor, target)) {
+      if (moves_parallel_tile_alone(step, threads)) continue;
+      StepResult r = apply_step(*at, step, anchor, target);
+      if (!r) continue;
+      weigh(r.state);
+      // Trades: a cache tile shrinks along one axis and grows along
+      // another, crossing a capacity limit neither step passes alone.
+      if (step.kind != StepKind::TileShrink || step.a == 0 || step.a >= at->reg_level()) continue;
+      for (int y = 0; y < anchor.num_axes(); ++y)
+        if (y != step.b)
+          if (StepResult g = apply_step(*r.state, {StepKind::TileGrow, step.a, y}, anchor, target)) weigh(g.state);
+    }
+    if (best == at) break;
+    at = best;
+    seconds = best_seconds;
+  }
+  return at;
+}
 
 State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads) {
   // The cache tiles follow the register tile, so the blocks reachable from

@@ -18,8 +18,9 @@
 // explored so far (computed with Eigen by power iteration, unexplored mass
 // teleporting to the seeds). After the budget, the best few states on a CPU
 // get the register block the model rates best for their cache tiles
-// (best_register_block below), as states of their own; every state seen is ranked
-// by predicted time and the top K distinct states are emitted, at most two
+// (best_register_block below), and descend from there to the nearest state
+// no step or trade improves (descend below), as states of their own; every
+// state seen is ranked by predicted time and the top K distinct states are emitted, at most two
 // per micro-kernel shape before the rest fill in (so that measuring the top
 // K compares different designs). Everything is deterministic for a seed.
 #pragma once
@@ -65,6 +66,14 @@ TraversalResult traverse_state_graph(const AnchorInfo& anchor, const HwSpec& tar
 // too few accumulators to hide the FMA latency. The cache tiles follow the
 // register tile as the steps define. CPU states only.
 State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads);
+
+// Steepest descent from `from` on the model's estimate: each move takes the
+// best of every single step and every trade, a cache tile shrinking along
+// one axis and growing along another (a reduction block that doubles while
+// the tile of outputs it serves halves keeps a packed panel within its
+// cache, which neither step does alone), until none gains. Found wanting on
+// GEMMs and 1x1 convolutions whose walk ended on a short reduction block.
+State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target, int threads);
 
 // Hardware-aware starting points: the initial state, and one with the
 // vector axis and a register block sized from the hwspec (enough

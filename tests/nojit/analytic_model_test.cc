@@ -4,6 +4,7 @@
 // streaming order where it pays.
 #include "construct/analytic_model.h"
 #include "construct/construct.h"
+#include "construct/state_graph.h"
 #include "loom/loom.h"
 #include "schedule/task.h"
 #include "test_util.h"
@@ -103,6 +104,35 @@ TEST(AnalyticModel, ConstructionsPickHasTheBestRegisterBlockForItsCacheTiles) {
             << spec_name << " " << name << " seed " << seed << ": " << top[0].state->str() << "\n"
             << better->str();
       }
+}
+
+// A GEMM like a 1x1 convolution of 7x7 pixels (49 x 512 x 2048) whose B
+// panel, packed per L1 tile, already fills L1 at 32 reduction steps by 256
+// columns: the micro-kernel reloads its accumulators every 32 steps. No
+// single step lengthens the reduction block (the panel would overflow) but
+// a trade does: fewer columns, more steps. Descent ends where no step gains.
+TEST(AnalyticModel, DescentTradesColumnsForALongerReductionBlock) {
+  for (const char* spec_name : {"haswell_avx2", "zen4_server"}) {
+    const HwSpec spec = load_hwspec(spec_name);
+    const Task task = make_task(make_operator("matmul", {{"M", "49"}, {"N", "512"}, {"K", "2048"}}), spec, 1);
+    std::vector<std::string> steps = {"vectorize 1 8", "tile_grow 3 1"};
+    steps.insert(steps.end(), 4, "tile_grow 3 0");  // 5 rows x 2 vectors
+    while (apply_all(task, steps)->tile[2][2] > 32) steps.push_back("tile_shrink 2 2");
+    steps.push_back("tile_shrink 2 1");  // 256 columns
+    steps.push_back("pack 1 11");        // B, at the L1 tile's innermost point
+    const State start = apply_all(task, steps);
+    ASSERT_EQ(start->tile[2][1] * 1000 + start->tile[2][2], 256 * 1000 + 32) << start->str();
+    const State end = descend(start, *task.anchor, spec, 1);
+    const double seconds = estimate(*task.anchor, *end, spec, 1).seconds;
+    EXPECT_LT(seconds, estimate(*task.anchor, *start, spec, 1).seconds) << spec_name;
+    EXPECT_GT(end->tile[2][2], 32) << spec_name << ": " << end->str();
+    EXPECT_EQ(check_legal(*end, *task.anchor, spec), "");
+    for (const Step& step : candidate_steps(*end, *task.anchor, spec)) {
+      const bool parallel_tile = (step.kind == StepKind::TileGrow || step.kind == StepKind::TileShrink) && step.a == 0;
+      if (StepResult r = apply_step(*end, step, *task.anchor, spec); r && !parallel_tile)
+        EXPECT_GE(estimate(*task.anchor, *r.state, spec, 1).seconds, seconds) << spec_name << ": " << step.str();
+    }
+  }
 }
 
 TEST(AnalyticModel, ShortScatteredRunsCostTheScatteredBandwidth) {
