@@ -20,9 +20,10 @@
 // get the register block the model rates best for their cache tiles
 // (best_register_block below), and descend from there to the nearest state
 // no step or trade improves (descend below), as states of their own; every
-// state seen is ranked by predicted time and the top K distinct states are emitted, at most two
-// per micro-kernel shape before the rest fill in (so that measuring the top
-// K compares different designs). Everything is deterministic for a seed.
+// state seen is ranked by predicted time and the top K distinct states are
+// emitted, at most two per micro-kernel shape before the rest fill in (so
+// that measuring the top K compares different designs). Everything is
+// deterministic for a seed.
 #pragma once
 
 #include <cstdint>
@@ -71,8 +72,9 @@ State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec
 // best of every single step and every trade, a cache tile shrinking along
 // one axis and growing along another (a reduction block that doubles while
 // the tile of outputs it serves halves keeps a packed panel within its
-// cache, which neither step does alone), until none gains. Found wanting on
-// GEMMs and 1x1 convolutions whose walk ended on a short reduction block.
+// cache, which neither step does alone), until none gains. The walk alone
+// left GEMMs and 1x1 convolutions on reduction blocks of 32 steps whose
+// descent runs 1.1-1.4x faster (2048x768x768, 7x7 2048->512).
 State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target, int threads);
 
 // Hardware-aware starting points: the initial state, and one with the
