@@ -225,7 +225,7 @@ int64_t way_bytes(const CacheLevel& c) {
 // the other accesses' lines pass through every set, so a set it fills to
 // the last way loses lines to them.
 int kept_across_calls(const StateData& s, const AnchorInfo& an, const TripTable& trip, const Access& x) {
-  for (int level = s.reg_level() - 1; level >= 0; --level) {
+  for (int level = s.reg_level(); level >= 0; --level) {  // the register level's loops run the calls
     const auto order = s.order[level];
     for (const int* it = order.end(); it != order.begin();) {
       const int a = *--it;
@@ -790,6 +790,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       // demand rate of runs that long. A tile the next call reads again
       // needs a way to spare (measured: 2048x768x768 GEMMs whose B panel
       // filled its sets to the last way took 1.35x the time the model gave them).
+      const int kept = kept_across_calls(s, an, trip, x);
       const double step_lines = std::ceil(x.data_tile(t.data()) * 4 / double(l1.line_bytes));
       const double step_run = std::min(step_lines * double(l1.line_bytes), x.run_elems(t.data()) * 4);
       for (int a = an.num_spatial; a < n; ++a) {
@@ -802,7 +803,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
         const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
         const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, R)
                                      : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
-        if (crowd + kept_across_calls(s, an, trip, x) > l1.associativity)
+        if (crowd + kept > l1.associativity)
           est.penalty_s += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run);
       }
     }
