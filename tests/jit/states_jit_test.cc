@@ -191,6 +191,39 @@ TEST(States, KnownRemaindersKeepTheFastMicroKernel) {
   EXPECT_GE(multiples_only, 1) << "no sampled state's register tiles are whole by multiples alone";
 }
 
+// A packed input is filled a register tile's row at a time: the index into
+// the packed buffer has no division or modulo by the register tile (they cost
+// a GEMM's pack of B several times the copy itself at 40 columns), and the
+// last, shorter tile of a region the register tile does not divide is filled
+// too (the kernel matches the reference).
+TEST(States, PacksFillRegisterTilesWithoutDivision) {
+  Operator op = make_operator("matmul", {{"M", "37"}, {"N", "203"}, {"K", "45"}});
+  HwSpec hw = load_hwspec("haswell_avx2");
+  Task task = make_task(op, hw, 1);
+  const AnchorInfo& anchor = *task.anchor;
+  auto inputs = random_inputs(op, 5);
+  std::mt19937_64 rng(7);
+  int checked = 0;
+  for (int sample = 0; sample < 400 && checked < 6; ++sample) {
+    State state = random_state(anchor, hw, rng, 6 + sample % 10);
+    const int64_t R = state->tile[state->reg_level()][1];  // B's columns per register tile
+    if (state->pack[1] < 0 || R < 2 || (R & (R - 1)) == 0) continue;
+    ++checked;
+    Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
+    EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str();
+    std::istringstream ir(k.report().loop_ir);
+    int fills = 0;
+    for (std::string line; std::getline(ir, line);) {
+      if (line.find("packed_B[") == std::string::npos || line.find("] = B[") == std::string::npos) continue;
+      ++fills;
+      const std::string index = line.substr(0, line.find("] = B["));
+      EXPECT_EQ(index.find_first_of("/%"), std::string::npos) << state->str() << ": " << line;
+    }
+    EXPECT_GE(fills, 1) << state->str() << ": no fill of packed_B in\n" << k.report().loop_ir;
+  }
+  EXPECT_GE(checked, 3) << "too few sampled states pack B with a register tile that is not a power of two";
+}
+
 TEST(StateDynamicShapes, TiledKernelServesEverySize) {
   Var M("M"), N("N"), K("K");
   Operator op = ops::dense(M, N, K, ops::Epilogue::Bias);

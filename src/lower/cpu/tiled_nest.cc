@@ -202,22 +202,36 @@ class TiledNest {
       auto sa = x.stride[a].value_or(1 << 30), sb = x.stride[b].value_or(1 << 30);
       return std::abs(sa) > std::abs(sb);
     });
-    std::vector<Expr> local(an_.num_axes(), make_int(0));
+    // Each spatial axis cut into register tiles runs as two loops, over its
+    // tiles and within one, so the packed index needs no division: the
+    // innermost loop copies a register tile's contiguous row and vectorizes.
+    struct FillLoop {
+      Var var;
+      Expr extent;
+    };
+    std::vector<FillLoop> loops;  // outermost first
+    std::vector<Expr> tile_index(an_.num_axes(), make_int(0)), element = tile_index;
     VarMap at;
-    std::vector<Var> vars;
     for (int a : used) {
-      vars.emplace_back("v_" + an_.axes[a].name());
-      local[a] = vars.back();
-      at[an_.axes[a].get()] = r[a].base + vars.back();
-    }
-    std::vector<Expr> tile_index = local, element = local;
-    for (int a : used)
-      if (!an_.is_reduce_axis(a)) {
-        tile_index[a] = local[a] / s_.tile[reg_][a];
-        element[a] = local[a] % s_.tile[reg_][a];
+      const std::string name = "v_" + an_.axes[a].name();
+      const int64_t R = an_.is_reduce_axis(a) ? 1 : s_.tile[reg_][a];
+      if (R == 1) {
+        loops.push_back({Var(name), r[a].size});
+        tile_index[a] = loops.back().var;
+        if (an_.is_reduce_axis(a)) element[a] = loops.back().var;
+        at[an_.axes[a].get()] = r[a].base + loops.back().var;
+        continue;
       }
+      Var tile(name + "_tile"), in(name + "_in");
+      const bool whole = r[a].const_size ? *r[a].const_size % R == 0 : r[a].multiple % R == 0;
+      loops.push_back({tile, ceil_div(r[a].size, R)});
+      loops.push_back({in, whole ? make_int(R) : min(make_int(R), r[a].size - tile * R)});
+      tile_index[a] = tile;
+      element[a] = in;
+      at[an_.axes[a].get()] = r[a].base + tile * R + in;
+    }
     Stmt fill = make_store(p.buffer, layout_index(i, tile_index, element), in_.lower_reads(substitute(x.read, at)));
-    for (int k = int(used.size()) - 1; k >= 0; --k) fill = make_for(vars[k], r[used[k]].size, ForKind::Serial, fill);
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it) fill = make_for(it->var, it->extent, ForKind::Serial, fill);
     return fill;
   }
 
