@@ -148,7 +148,11 @@ class TiledNest {
       seq.push_back(level(l, pos + 1, r));
       return make_seq(seq);
     }
-    Var t("t" + std::to_string(l) + "_" + an_.axes[a].name());
+    // Appended, not `"t" + std::to_string(l) + ...`: gcc 12 warns falsely
+    // (-Wrestrict) on a literal plus a temporary string.
+    std::string name = "t";
+    name += std::to_string(l) + "_" + an_.axes[a].name();
+    Var t(name);
     if (peels_remainder(l, a, r[a], T)) {
       // Full tiles, then the last one with its constant size: the
       // micro-kernel stays unrolled, the last vector narrower.
