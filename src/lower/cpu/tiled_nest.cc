@@ -227,9 +227,12 @@ class TiledNest {
         continue;
       }
       Var tile(name + "_tile"), in(name + "_in");
-      const bool whole = r[a].const_size ? *r[a].const_size % R == 0 : r[a].multiple % R == 0;
+      // A known size fills whole tiles, or one short tile; otherwise the
+      // last tile is cut to what is left.
+      const std::optional<int64_t> S = r[a].const_size;
+      const bool whole = S ? *S % R == 0 : r[a].multiple % R == 0;
       loops.push_back({tile, ceil_div(r[a].size, R)});
-      loops.push_back({in, whole ? make_int(R) : min(make_int(R), r[a].size - tile * R)});
+      loops.push_back({in, whole ? make_int(R) : S && *S < R ? make_int(*S) : min(make_int(R), r[a].size - tile * R)});
       tile_index[a] = tile;
       element[a] = in;
       at[an_.axes[a].get()] = r[a].base + tile * R + in;
