@@ -238,7 +238,8 @@ class TiledNest {
       at[an_.axes[a].get()] = r[a].base + tile * R + in;
     }
     Stmt fill = make_store(p.buffer, layout_index(i, tile_index, element), in_.lower_reads(substitute(x.read, at)));
-    for (auto it = loops.rbegin(); it != loops.rend(); ++it) fill = make_for(it->var, it->extent, ForKind::Serial, fill);
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+      fill = make_for(it->var, it->extent, ForKind::Serial, fill);
     return fill;
   }
 
