@@ -482,6 +482,17 @@ TEST(States, AWindowsFewTapsAreUnrolledWhole) {
     const std::string taps = "for e_" + task.anchor->axes[5].name() + " in [0, 3) unroll " + std::to_string(hint);
     EXPECT_NE(k.report().loop_ir.find(taps + ":\n"), std::string::npos) << s->str() << "\n" << k.report().loop_ir;
   }
+  // The window's columns cut to one per micro-kernel call: its rows' loop
+  // is now the innermost that runs, and takes the unroll (as the model's
+  // unrolled_reduction assumes), not the loop of one column.
+  const State s = replay(*task.anchor, hw, parse_steps("vectorize 3 8\ntile_grow 3 2\ntile_shrink 2 5\n"));
+  ASSERT_EQ(s->tile[s->reg_level() - 1][5], 1) << s->str();
+  const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+  EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << s->str();
+  const std::string& ir = k.report().loop_ir;
+  EXPECT_NE(ir.find("for e_" + task.anchor->axes[4].name() + " in [0, 3) unroll 3:\n"), std::string::npos)
+      << s->str() << "\n" << ir;
+  EXPECT_EQ(ir.find("for e_" + task.anchor->axes[5].name() + " in [0, 1) unroll"), std::string::npos) << ir;
 }
 
 // Roller builds its leaves' tiles directly and finds them a step path; the

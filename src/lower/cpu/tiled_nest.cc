@@ -560,10 +560,15 @@ class TiledNest {
     } else {
       update = wrap(el, accumulate(make_int(0), e));
     }
+    // The loop unrolled is the innermost that runs more than once, as the
+    // model assumes (unrolled_reduction): a loop of one trip inside it
+    // would take the unroll and leave a few taps' loop rolled.
+    int unrolled = int(reduce_order_.size()) - 1;
+    while (unrolled > 0 && r[reduce_order_[unrolled]].size.as_const_int() == int64_t(1)) --unrolled;
     for (int k = int(reduce_order_.size()) - 1; k >= 0; --k) {
       const int a = reduce_order_[k];
       if (a == rv && fast) continue;
-      const bool innermost = k + 1 == int(reduce_order_.size());
+      const bool innermost = k == unrolled;
       // A window's few taps are unrolled whole whatever the factor (StateData::unroll).
       const std::optional<int64_t> taps = r[a].size.as_const_int();
       const int whole = taps && *taps <= StateData::kWholeUnrollTrips ? int(*taps) : 0;
