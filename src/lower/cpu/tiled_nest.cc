@@ -227,8 +227,9 @@ class TiledNest {
         continue;
       }
       Var tile(name + "_tile"), in(name + "_in");
-      // A known size fills whole tiles, or one short tile; otherwise the
-      // last tile is cut to what is left.
+      // R per tile where R divides every size the region takes; a known
+      // region shorter than R in its one tile; otherwise the last tile is
+      // cut to what is left.
       const std::optional<int64_t> S = r[a].const_size;
       const bool whole = S ? *S % R == 0 : r[a].multiple % R == 0;
       loops.push_back({tile, ceil_div(r[a].size, R)});
