@@ -12,6 +12,7 @@ const char* to_string(ForKind kind) {
     case ForKind::Parallel: return "parallel for";
     case ForKind::Vectorized: return "vectorized for";
     case ForKind::Unrolled: return "unrolled for";
+    case ForKind::Scalar: return "scalar for";
   }
   return "?";
 }

@@ -21,7 +21,9 @@
 
 namespace loom {
 
-enum class ForKind { Serial, Parallel, Vectorized, Unrolled };
+// Scalar: a serial loop the code generator must not vectorize (one whose
+// accesses are strided on one side, where vectors would gather or scatter).
+enum class ForKind { Serial, Parallel, Vectorized, Unrolled, Scalar };
 enum class StmtKind { For, Store, Seq, Allocate, IfThenElse, Barrier, GpuLaunch };
 // Heap and Stack: CPU scratch (host heap, or the stack when small and constant);
 // Heap is device global memory in a GPU program. Shared: a GPU block's shared

@@ -231,6 +231,49 @@ TEST(States, PacksFillRegisterTilesWithoutDivision) {
   EXPECT_GE(checked, 3) << "too few sampled states pack B with a register tile that is not a power of two";
 }
 
+// The innermost loop of a pack writes one register tile's row of the packed
+// buffer: whole vectors where the source is contiguous along it too (a
+// matmul's B), scalar copies where the pack transposes (a dense layer's
+// weights, contiguous along K), never a loop LLVM may turn into gathers or
+// scatters. Odd sizes, so rows and regions are cut short; every kernel
+// matches the reference.
+TEST(States, PacksWriteWholeRowsInnermost) {
+  for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")})
+    for (const std::string name : {"matmul", "dense"}) {
+      Operator op = make_operator(name, {{"M", "13"}, {"N", "83"}, {"K", "29"}});
+      Task task = make_task(op, hw, 1);
+      const AnchorInfo& anchor = *task.anchor;
+      auto inputs = random_inputs(op, 5);
+      std::mt19937_64 rng(11);
+      const std::string weights = name == "matmul" ? "B" : "W";
+      int checked = 0;
+      for (int sample = 0; sample < 400 && checked < 4; ++sample) {
+        State state = random_state(anchor, hw, rng, 6 + sample % 10);
+        if (state->pack[1] < 0 || state->vec_axis != 1 || state->tile[state->reg_level()][1] < 2) continue;
+        ++checked;
+        Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
+        EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str();
+        std::istringstream ir(k.report().loop_ir);
+        std::vector<std::string> lines;
+        for (std::string line; std::getline(ir, line);) lines.push_back(line);
+        int fills = 0;
+        for (size_t l = 1; l < lines.size(); ++l) {
+          if (lines[l].find("packed_" + weights + "[") == std::string::npos ||
+              lines[l].find("] = " + weights + "[") == std::string::npos)
+            continue;
+          ++fills;
+          const std::string expected = name == "matmul" ? "vectorized for v_j_in in" : "scalar for v_j_in in";
+          EXPECT_NE(lines[l - 1].find(expected), std::string::npos) << state->str() << ":\n" << k.report().loop_ir;
+          for (size_t o = l - 1; o > 0 && lines[o].find(" v_") != std::string::npos; --o)
+            EXPECT_NE(lines[o].compare(lines[o].find_first_not_of(' '), 6, "for v_"), 0)
+                << "a pack loop LLVM may vectorize: " << lines[o];
+        }
+        EXPECT_GE(fills, 1) << state->str() << ": no fill of packed_" << weights << " in\n" << k.report().loop_ir;
+      }
+      EXPECT_GE(checked, 2) << name << ": too few sampled states pack the weights along the vector axis";
+    }
+}
+
 TEST(StateDynamicShapes, TiledKernelServesEverySize) {
   Var M("M"), N("N"), K("K");
   Operator op = ops::dense(M, N, K, ops::Epilogue::Bias);

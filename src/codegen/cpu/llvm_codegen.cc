@@ -153,9 +153,11 @@ class FunctionEmitter {
   }
 
   // for (var = begin; var < end; var += step) body(); `unroll`: > 1 a count for
-  // LLVM's unroller, < 0 none, 0 LLVM's choice.
+  // LLVM's unroller, < 0 none, 0 LLVM's choice; `vectorize`: whether LLVM's
+  // loop vectorizer may.
   template <typename Body>
-  void counted_loop(const ExprNode* var, Value* begin, Value* end, int64_t step, Body body, int unroll = 0) {
+  void counted_loop(const ExprNode* var, Value* begin, Value* end, int64_t step, Body body, int unroll = 0,
+                    bool vectorize = true) {
     Function* fn = b_.GetInsertBlock()->getParent();
     BasicBlock* pre = b_.GetInsertBlock();
     BasicBlock* header = BasicBlock::Create(ctx_, "loop", fn);
@@ -173,14 +175,18 @@ class FunctionEmitter {
     Value* next = b_.CreateAdd(iv, b_.getInt64(step), "", /*HasNUW=*/false, /*HasNSW=*/true);
     iv->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* back = b_.CreateBr(header);
-    if (unroll != 0) {
+    if (unroll != 0 || !vectorize) {
       llvm::LLVMContext& c = ctx_;
       llvm::Metadata* hint[] = {llvm::MDString::get(c, "llvm.loop.unroll.count"),
                                 llvm::ConstantAsMetadata::get(b_.getInt32(unroll))};
       llvm::Metadata* disable[] = {llvm::MDString::get(c, "llvm.loop.unroll.disable")};
+      llvm::Metadata* scalar[] = {llvm::MDString::get(c, "llvm.loop.vectorize.enable"),
+                                  llvm::ConstantAsMetadata::get(b_.getFalse())};
       auto* self = llvm::MDNode::getTemporary(c, {}).release();
-      llvm::MDNode* loop_id =
-          llvm::MDNode::get(c, {self, unroll > 1 ? llvm::MDNode::get(c, hint) : llvm::MDNode::get(c, disable)});
+      std::vector<llvm::Metadata*> ops = {self};
+      if (unroll != 0) ops.push_back(unroll > 1 ? llvm::MDNode::get(c, hint) : llvm::MDNode::get(c, disable));
+      if (!vectorize) ops.push_back(llvm::MDNode::get(c, scalar));
+      llvm::MDNode* loop_id = llvm::MDNode::get(c, ops);
       loop_id->replaceOperandWith(0, loop_id);
       llvm::MDNode::deleteTemporary(self);
       back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
@@ -199,7 +205,8 @@ class FunctionEmitter {
     // loads between its copies and keep them live beside the accumulators
     // (spills on a 16-register file that the schedule's tile fits).
     const int unroll = f->unroll_hint > 1 ? f->unroll_hint : wraps_unrolled_loop(f->body) ? -1 : 0;
-    counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, unroll);
+    counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, unroll,
+                 f->for_kind != ForKind::Scalar);
   }
 
   static bool wraps_unrolled_loop(const Stmt& s) {
