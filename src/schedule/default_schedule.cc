@@ -73,6 +73,8 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
   Schedule sched;
   sched.target = target.kind;
   if (target.kind == TargetKind::Gpu) sched.gpu_banks = target.gpu.shared_memory_banks;
+  if (target.kind == TargetKind::Cpu && !target.cpu.caches.empty())
+    sched.cpu_line_bytes = int(target.cpu.caches.front().line_bytes);
   for (const te::Tensor& t : compute_stages(op)) {
     StageSchedule s;
     s.tensor = t;

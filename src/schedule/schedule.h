@@ -37,6 +37,7 @@ struct Task;
 struct Schedule {
   TargetKind target = TargetKind::Cpu;  // which lowering builds it
   int gpu_banks = 32;                   // GPU: shared-memory banks (padding of staged tiles)
+  int cpu_line_bytes = 64;              // CPU: the L1 cache line (blocking of transposing copies)
   std::vector<StageSchedule> stages;  // compute tensors, producers first
   // Row fusion (row_fusion.h, CPU only): when row_axes > 0, every stage is computed
   // row by row inside one parallel loop over the leading row_axes axes,

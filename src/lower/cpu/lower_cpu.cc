@@ -40,6 +40,7 @@ class Lowerer {
     TiledNestInputs in;
     in.anchor = &anchor;
     in.state = s.state.get();
+    in.line_elems = std::max(1, schedule_.cpu_line_bytes / 4);
     in.lower_reads = [this](const Expr& e) { return rewrite(e); };
     in.out = buffer_for(consumer ? consumer->tensor : s.tensor);
     if (consumer) in.epilogue = reads_.epilogue(consumer->tensor, s.tensor);

@@ -201,67 +201,89 @@ class TiledNest {
       p.buffer = std::make_shared<BufferNode>(BufferNode{"packed_" + x.tensor.name(), DType::f32(), {product(dims)}});
     }
 
-    // Fill in source order, the axis with the smallest stride innermost
-    // (a source streamed from memory is read in long runs), except that
-    // the innermost loop writes a register tile's row of the packed buffer:
-    // a transposing pack then reads from as many source lines as the row is
-    // long, which stay in L1 for the next rows, where writing across the
-    // buffer put every element in another line (a dense layer's weights,
-    // contiguous along K and packed along N, took a quarter of the
-    // kernel's time). Each spatial axis cut into register tiles runs as two
-    // loops, over its tiles and within one, so the packed index needs no
+    // Fill in source order, the axis with the smallest stride innermost (a
+    // source streamed from memory is read in long runs), except that the
+    // innermost loop writes a register tile's row of the packed buffer
+    // (`row`), whole vectors where the source is contiguous along it too.
+    // A pack that transposes (the source contiguous along another axis,
+    // `line`) reads that axis a cache line at a time: for each line's
+    // worth of it, the row's source lines, each used whole at once, into a
+    // block of rows that stays in L1. Written across the whole buffer, every
+    // element went to another line (a dense layer's weights took a quarter
+    // of the kernel's time); a row's lines kept in L1 over the next rows
+    // fall out where the source's rows are a multiple of the cache's way
+    // apart (3072 floats). Each spatial axis cut into register tiles runs as
+    // two loops, over its tiles and within one, so the packed index needs no
     // division.
     std::sort(used.begin(), used.end(), [&](int a, int b) {
       auto sa = x.stride[a].value_or(1 << 30), sb = x.stride[b].value_or(1 << 30);
       return std::abs(sa) > std::abs(sb);
     });
+    auto register_tile = [&](int a) { return an_.is_reduce_axis(a) ? int64_t(1) : s_.tile[reg_][a]; };
+    int row = -1;
+    for (int a : layout_inner(i))
+      if (register_tile(a) > 1) row = a;
+    const int line = !used.empty() && used.back() != row && row >= 0 && register_tile(used.back()) == 1 &&
+                             x.stride[size_t(used.back())] == 1
+                         ? used.back()
+                         : -1;
     struct FillLoop {
       Var var;
       Expr extent;
     };
-    std::vector<std::optional<FillLoop>> tile_loop(an_.num_axes()), in_loop(an_.num_axes());
+    std::vector<std::vector<FillLoop>> outer_loops(an_.num_axes());  // per axis, in source order
+    std::vector<std::optional<FillLoop>> inner_loop(an_.num_axes());  // per axis, innermost
     std::vector<Expr> tile_index(an_.num_axes(), make_int(0)), element = tile_index;
     VarMap at;
+    // Loops of `size` in pieces of `piece`: over the pieces and within one,
+    // the last cut to what is left where `piece` may not divide the size.
+    auto split = [&](int a, const std::string& outer, const std::string& inner, int64_t piece) {
+      Var o(outer), in(inner);
+      const std::optional<int64_t> S = r[a].const_size;
+      const bool whole = S ? *S % piece == 0 : r[a].multiple % piece == 0;
+      if (!S || *S > piece) outer_loops[a].push_back({o, ceil_div(r[a].size, piece)});
+      inner_loop[a] = FillLoop{in, whole ? make_int(piece) : S && *S < piece ? make_int(*S)
+                                                                               : min(make_int(piece), r[a].size - o * piece)};
+      return std::pair<Expr, Expr>{!S || *S > piece ? Expr(o) : make_int(0), in};
+    };
     for (int a : used) {
       const std::string name = "v_" + an_.axes[a].name();
-      const int64_t R = an_.is_reduce_axis(a) ? 1 : s_.tile[reg_][a];
-      if (R == 1) {
-        tile_loop[a] = FillLoop{Var(name), r[a].size};
-        tile_index[a] = tile_loop[a]->var;
-        if (an_.is_reduce_axis(a)) element[a] = tile_loop[a]->var;
-        at[an_.axes[a].get()] = r[a].base + tile_loop[a]->var;
-        continue;
+      const int64_t R = register_tile(a);
+      if (a == line) {
+        const auto [o, in] = split(a, name + "_line", name + "_in", in_.line_elems);
+        tile_index[a] = o * in_.line_elems + in;
+        if (an_.is_reduce_axis(a)) element[a] = tile_index[a];
+        at[an_.axes[a].get()] = r[a].base + tile_index[a];
+      } else if (R == 1) {
+        outer_loops[a].push_back({Var(name), r[a].size});
+        tile_index[a] = outer_loops[a].back().var;
+        if (an_.is_reduce_axis(a)) element[a] = outer_loops[a].back().var;
+        at[an_.axes[a].get()] = r[a].base + outer_loops[a].back().var;
+      } else {
+        // R per tile where R divides every size the region takes; a known
+        // region shorter than R in its one tile; otherwise the last tile is
+        // cut to what is left.
+        const auto [tile, in] = split(a, name + "_tile", name + "_in", R);
+        tile_index[a] = tile;
+        element[a] = in;
+        at[an_.axes[a].get()] = r[a].base + tile * R + in;
       }
-      Var tile(name + "_tile"), in(name + "_in");
-      // R per tile where R divides every size the region takes; a known
-      // region shorter than R in its one tile; otherwise the last tile is
-      // cut to what is left.
-      const std::optional<int64_t> S = r[a].const_size;
-      const bool whole = S ? *S % R == 0 : r[a].multiple % R == 0;
-      tile_loop[a] = FillLoop{tile, ceil_div(r[a].size, R)};
-      in_loop[a] = FillLoop{in, whole ? make_int(R) : S && *S < R ? make_int(*S) : min(make_int(R), r[a].size - tile * R)};
-      tile_index[a] = tile;
-      element[a] = in;
-      at[an_.axes[a].get()] = r[a].base + tile * R + in;
     }
-    int row = -1;  // the axis along the packed buffer's rows
-    for (int a : layout_inner(i))
-      if (in_loop[a]) row = a;
     std::vector<FillLoop> loops;  // outermost first
     for (int a : used) {
-      loops.push_back(*tile_loop[a]);
-      if (in_loop[a] && a != row) loops.push_back(*in_loop[a]);
+      loops.insert(loops.end(), outer_loops[a].begin(), outer_loops[a].end());
+      if (inner_loop[a] && a != row && a != line) loops.push_back(*inner_loop[a]);
     }
-    if (row >= 0) loops.push_back(*in_loop[row]);
+    if (row >= 0) loops.push_back(*inner_loop[row]);
+    if (line >= 0) loops.push_back(*inner_loop[line]);
     Stmt fill = make_store(p.buffer, layout_index(i, tile_index, element), in_.lower_reads(substitute(x.read, at)));
-    // A row along the vector axis, where the source is contiguous along it
-    // too, is copied in whole vectors. The other loops stay scalar: left to
-    // LLVM, a row of a few vectors is unrolled whole and a loop around it
-    // vectorized with gathers or scatters instead (measured on AVX-512: a
-    // conv's weights packed 48 channels at a time at a fifth of copy speed;
-    // a dense layer's transposing pack 0.92x of scalar copies).
+    // The other loops stay scalar: left to LLVM, a row of a few vectors is
+    // unrolled whole and a loop around it vectorized with gathers or
+    // scatters instead (measured on AVX-512: a conv's weights packed 48
+    // channels at a time at a fifth of copy speed; a dense layer's
+    // transposing pack 0.92x of scalar copies).
     const int v = s_.vec_axis;
-    const bool vector_rows = v >= 0 && v == row && s_.vec_width > 1 && x.stride[size_t(v)] == 1;
+    const bool vector_rows = v >= 0 && v == row && line < 0 && s_.vec_width > 1 && x.stride[size_t(v)] == 1;
     for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
       const bool vector = vector_rows && it == loops.rbegin();
       fill = make_for(it->var, it->extent, vector ? ForKind::Vectorized : ForKind::Scalar, fill,

@@ -36,6 +36,7 @@ namespace loom {
 struct TiledNestInputs {
   const AnchorInfo* anchor = nullptr;
   const StateData* state = nullptr;
+  int64_t line_elems = 16;  // f32 elements per L1 cache line
   // Lowers the reads left in an expression (inlining or flat loads).
   std::function<Expr(const Expr&)> lower_reads;
   BufferRef out;           // the anchor's buffer; the fused consumer's output when fused
