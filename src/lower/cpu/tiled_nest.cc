@@ -223,10 +223,10 @@ class TiledNest {
     int row = -1;
     for (int a : layout_inner(i))
       if (register_tile(a) > 1) row = a;
-    const int line = !used.empty() && used.back() != row && row >= 0 && register_tile(used.back()) == 1 &&
-                             x.stride[size_t(used.back())] == 1
-                         ? used.back()
-                         : -1;
+    const int last = used.empty() ? -1 : used.back();  // the source's smallest stride
+    const bool transposes =
+        row >= 0 && last >= 0 && last != row && register_tile(last) == 1 && x.stride[size_t(last)] == 1;
+    const int line = transposes ? last : -1;
     struct FillLoop {
       Var var;
       Expr extent;
@@ -241,10 +241,11 @@ class TiledNest {
       Var o(outer), in(inner);
       const std::optional<int64_t> S = r[a].const_size;
       const bool whole = S ? *S % piece == 0 : r[a].multiple % piece == 0;
-      if (!S || *S > piece) outer_loops[a].push_back({o, ceil_div(r[a].size, piece)});
-      inner_loop[a] = FillLoop{in, whole ? make_int(piece) : S && *S < piece ? make_int(*S)
-                                                                               : min(make_int(piece), r[a].size - o * piece)};
-      return std::pair<Expr, Expr>{!S || *S > piece ? Expr(o) : make_int(0), in};
+      const bool pieces = !S || *S > piece;
+      if (pieces) outer_loops[a].push_back({o, ceil_div(r[a].size, piece)});
+      const Expr left = min(make_int(piece), r[a].size - o * piece);
+      inner_loop[a] = FillLoop{in, whole ? make_int(piece) : S && *S < piece ? make_int(*S) : left};
+      return std::pair<Expr, Expr>{pieces ? Expr(o) : make_int(0), in};
     };
     for (int a : used) {
       const std::string name = "v_" + an_.axes[a].name();
