@@ -133,8 +133,8 @@ TEST(States, KnownRemaindersKeepTheFastMicroKernel) {
   // The host's own spec, and a fixed one whose sampled states are the same
   // on every machine (the host's vector width changes which states sampling
   // reaches).
-  int multiples_only = 0;  // in the even shapes
   for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")}) {
+    int multiples_only = 0;  // in the even shapes
     for (const auto& [c, even] : shapes) {
       Operator op = make_operator(c.op, c.params);
       Task task = make_task(op, hw, 1);
@@ -194,8 +194,8 @@ TEST(States, KnownRemaindersKeepTheFastMicroKernel) {
       EXPECT_GE(vector_remainders, 2) << c.op << ": too few sampled states with a vector remainder";
       EXPECT_GE(row_remainders, 1) << c.op << ": too few sampled states with a row remainder";
     }
+    EXPECT_GE(multiples_only, 1) << hw.name << ": no sampled state's register tiles are whole by multiples alone";
   }
-  EXPECT_GE(multiples_only, 1) << "no sampled state's register tiles are whole by multiples alone";
 }
 
 // A packed input is filled a register tile's row at a time: the index into

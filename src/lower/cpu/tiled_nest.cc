@@ -231,8 +231,8 @@ class TiledNest {
       Var var;
       Expr extent;
     };
-    std::vector<std::vector<FillLoop>> outer_loops(an_.num_axes());  // per axis, in source order
-    std::vector<std::optional<FillLoop>> inner_loop(an_.num_axes());  // per axis, innermost
+    // Per axis: its loop, or the loop over its pieces and the one within.
+    std::vector<std::optional<FillLoop>> outer_loop(an_.num_axes()), inner_loop(an_.num_axes());
     std::vector<Expr> tile_index(an_.num_axes(), make_int(0)), element = tile_index;
     VarMap at;
     // Loops of `size` in pieces of `piece`: over the pieces and within one,
@@ -242,7 +242,7 @@ class TiledNest {
       const std::optional<int64_t> S = r[a].const_size;
       const bool whole = S ? *S % piece == 0 : r[a].multiple % piece == 0;
       const bool pieces = !S || *S > piece;
-      if (pieces) outer_loops[a].push_back({o, ceil_div(r[a].size, piece)});
+      if (pieces) outer_loop[a] = FillLoop{o, ceil_div(r[a].size, piece)};
       const Expr left = min(make_int(piece), r[a].size - o * piece);
       inner_loop[a] = FillLoop{in, whole ? make_int(piece) : S && *S < piece ? make_int(*S) : left};
       return std::pair<Expr, Expr>{pieces ? Expr(o) : make_int(0), in};
@@ -256,10 +256,10 @@ class TiledNest {
         if (an_.is_reduce_axis(a)) element[a] = tile_index[a];
         at[an_.axes[a].get()] = r[a].base + tile_index[a];
       } else if (R == 1) {
-        outer_loops[a].push_back({Var(name), r[a].size});
-        tile_index[a] = outer_loops[a].back().var;
-        if (an_.is_reduce_axis(a)) element[a] = outer_loops[a].back().var;
-        at[an_.axes[a].get()] = r[a].base + outer_loops[a].back().var;
+        outer_loop[a] = FillLoop{Var(name), r[a].size};
+        tile_index[a] = outer_loop[a]->var;
+        if (an_.is_reduce_axis(a)) element[a] = outer_loop[a]->var;
+        at[an_.axes[a].get()] = r[a].base + outer_loop[a]->var;
       } else {
         // R per tile where R divides every size the region takes; a known
         // region shorter than R in its one tile; otherwise the last tile is
@@ -272,13 +272,14 @@ class TiledNest {
     }
     std::vector<FillLoop> loops;  // outermost first
     for (int a : used) {
-      loops.insert(loops.end(), outer_loops[a].begin(), outer_loops[a].end());
+      if (outer_loop[a]) loops.push_back(*outer_loop[a]);
       if (inner_loop[a] && a != row && a != line) loops.push_back(*inner_loop[a]);
     }
     if (row >= 0) loops.push_back(*inner_loop[row]);
     if (line >= 0) loops.push_back(*inner_loop[line]);
     Stmt fill = make_store(p.buffer, layout_index(i, tile_index, element), in_.lower_reads(substitute(x.read, at)));
-    // The other loops stay scalar: left to LLVM, a row of a few vectors is
+    // The row is a vector loop where the source is contiguous along it too;
+    // the other loops stay scalar: left to LLVM, a row of a few vectors is
     // unrolled whole and a loop around it vectorized with gathers or
     // scatters instead (measured on AVX-512: a conv's weights packed 48
     // channels at a time at a fifth of copy speed; a dense layer's
