@@ -550,6 +550,40 @@ TEST(States, AWindowsFewTapsAreUnrolledWhole) {
   EXPECT_EQ(ir.find("for e_" + task.anchor->axes[5].name() + " in [0, 1) unroll"), std::string::npos) << ir;
 }
 
+// A register tile that reaches the padding runs a guarded micro-kernel in
+// which each element skips the reduction steps that read only padding (the
+// step would combine the identity: zero times a weight, or -inf into a
+// max), by a branch outside its vector loop, not a select per vector. A row
+// of 7 columns reaches both sides at every step of the edge columns' taps.
+TEST(States, PaddedStepsAreSkippedNotCombined) {
+  HwSpec hw = load_hwspec("haswell_avx2");
+  const std::map<std::string, std::string> shape{{"N", "1"}, {"H", "5"},  {"W", "7"},      {"C", "19"},
+                                                 {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}};
+  for (const char* name : {"depthwise_conv2d", "pool2d"}) {
+    Operator op = make_operator(name, shape);
+    Task task = make_task(op, hw, 1);
+    std::string steps = "vectorize 3 8\n";
+    for (int i = 0; i < 6; ++i) steps += "tile_grow 3 2\n";
+    const State s = replay(*task.anchor, hw, parse_steps(steps));
+    ASSERT_EQ(s->tile[s->reg_level()][2], 7) << s->str();
+    const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+    EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 9)).ok) << name << " " << s->str();
+    const std::string& ir = k.report().loop_ir;
+    EXPECT_EQ(ir.find("select("), std::string::npos) << name << "\n" << ir;
+    // An element's test reads its column and sits just outside its vector loop.
+    const std::string column = "e_" + task.anchor->axes[2].name() + " + e_", vectors = "e_" + task.anchor->axes[3].name();
+    int tests = 0;
+    std::istringstream lines(ir);
+    for (std::string line, next; std::getline(lines, line);) {
+      if (line.find(" if (") == std::string::npos || line.find(column) == std::string::npos) continue;
+      ASSERT_TRUE(std::getline(lines, next)) << ir;
+      EXPECT_NE(next.find("for " + vectors), std::string::npos) << name << ": " << line << "\n" << next;
+      ++tests;
+    }
+    EXPECT_GT(tests, 0) << name << "\n" << ir;
+  }
+}
+
 // Roller builds its leaves' tiles directly and finds them a step path; the
 // register steps to a tile of 4 vectors pass through 3, whose realignment
 // would leave the cache tiles (64 and 256 columns) off the goal unless the

@@ -33,6 +33,24 @@ Expr and_all(const std::vector<Expr>& conds) {
   return c;
 }
 
+// The reduction's source as `value` where `cond` holds and its identity
+// elsewhere: a select whose other side is the identity (a padded read), or,
+// for a sum, a product with such a factor (zero times a weight). A step
+// whose condition fails then combines nothing and can be skipped.
+std::optional<std::pair<Expr, Expr>> identity_unless(const Expr& source, ReduceOp op, const Expr& identity) {
+  if (auto* sel = source.get()->as<SelectNode>()) {
+    auto* other = sel->else_value.get()->as<FloatImmNode>();
+    auto* id = identity.get()->as<FloatImmNode>();
+    if (other && id && other->value == id->value) return std::pair{sel->cond, sel->then_value};
+    return std::nullopt;
+  }
+  auto* mul = source.get()->as<BinaryNode>();
+  if (op != ReduceOp::Sum || !mul || mul->op != BinaryOp::Mul) return std::nullopt;
+  if (auto a = identity_unless(mul->a, op, identity)) return std::pair{a->first, a->second * mul->b};
+  if (auto b = identity_unless(mul->b, op, identity)) return std::pair{b->first, mul->a * b->second};
+  return std::nullopt;
+}
+
 class TiledNest {
  public:
   explicit TiledNest(const TiledNestInputs& in)
@@ -413,10 +431,28 @@ class TiledNest {
     return el;
   }
 
-  static Stmt wrap(const Elements& el, Stmt inner) {
-    for (auto it = el.loops.rbegin(); it != el.loops.rend(); ++it)
-      inner = make_for(std::get<0>(*it), std::get<1>(*it), std::get<2>(*it), inner, std::get<3>(*it));
+  static Stmt wrap(const Elements& el, Stmt inner) { return wrap_from(el, 0, std::move(inner)); }
+
+  // The element loops from the k-th (outermost first) inward around `inner`.
+  static Stmt wrap_from(const Elements& el, size_t k, Stmt inner) {
+    for (size_t i = el.loops.size(); i-- > k;) {
+      const auto& [var, extent, kind, lanes] = el.loops[i];
+      inner = make_for(var, extent, kind, inner, lanes);
+    }
     return inner;
+  }
+
+  // `inner` over the elements, run only where `cond` holds: the test sits
+  // just inside the innermost loop whose variable it reads. Nullopt when
+  // that is a vector loop (its lanes would need a mask, not a branch).
+  static std::optional<Stmt> wrap_where(const Elements& el, const Expr& cond, Stmt inner) {
+    size_t k = 0;
+    for (size_t i = 0; i < el.loops.size(); ++i)
+      if (uses_var(cond, std::get<0>(el.loops[i]).get())) k = i + 1;
+    if (k > 0 && std::get<2>(el.loops[k - 1]) == ForKind::Vectorized) return std::nullopt;
+    Stmt guarded = make_if(cond, wrap_from(el, k, std::move(inner)));
+    Elements outer{el.e, {el.loops.begin(), el.loops.begin() + std::ptrdiff_t(k)}};
+    return wrap(outer, guarded);
   }
 
   // The anchor's source at element `e`, packed accesses read from their
@@ -593,8 +629,15 @@ class TiledNest {
       interior_conds_ = &conds;
       Stmt inside = wrap(el, accumulate(make_int(0), e));
       interior_conds_ = nullptr;
-      Stmt guarded = wrap(el, accumulate(make_int(0), e));
-      update = conds.empty() ? guarded : make_if(and_all(unique_exprs(conds)), inside, guarded);
+      // A step that reads only padding for an element adds nothing to it:
+      // the element skips the step rather than combining the identity.
+      std::optional<Stmt> guarded;
+      if (auto kept = identity_unless(source_at(r, e), op, identity)) {
+        const Expr index = acc_index(make_int(0));
+        guarded = wrap_where(el, kept->first, make_store(acc, index, combine(make_load(acc, index), kept->second)));
+      }
+      if (!guarded) guarded = wrap(el, accumulate(make_int(0), e));
+      update = conds.empty() ? *guarded : make_if(and_all(unique_exprs(conds)), inside, *guarded);
     } else if (rv >= 0 && fast) {
       // Lane-wise partial sums over blocks of RL, then the remainder in lane 0.
       const int W = s_.vec_width;
