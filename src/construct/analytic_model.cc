@@ -71,6 +71,21 @@ double fill_bandwidth(const StateData& s, const HwSpec& hw, int level, bool scat
   return scattered ? scattered_bandwidth(hw.cpu, from) : read_bandwidth(hw.cpu, from);
 }
 
+// Whether cache `level` is filled from far away: from a cache other cores
+// share, from one past the core's first two levels (a VM may show its last
+// cache as unshared), or from memory. Demand misses from there that no
+// prefetcher follows outlast the out-of-order window: while the
+// micro-kernel computes, the window holds only the few misses of its next
+// steps, so their time adds to the compute time instead of hiding under it
+// as streams and misses to a private cache do (measured: a 7x7 512->512 3x3
+// convolution whose weights, a channel block's rows 2 KB apart and taps
+// 1 MB apart, came from L3 for every pixel tile ran 3.4 ms where 2.1 were
+// predicted overlapped; states reading them once ran 2.4 ms).
+bool filled_from_afar(const CpuSpec& c, size_t level) {
+  const size_t from = level + 1;
+  return from >= 2 || from >= c.caches.size() || c.caches[from].shared_by_cores > 1;
+}
+
 // Bytes of a cache one core's working set can count on: its share of a
 // shared cache, less a quarter for everything else passing through.
 double usable_capacity(const CacheLevel& c) {
@@ -358,6 +373,30 @@ UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
   return {};
 }
 
+// Stride prefetchers follow a load instruction whose address steps by a
+// constant stride, once it has run a few times: runs this long.
+constexpr double kStrideRun = 8;
+
+// Whether the micro-kernel's loads of `x` step at a constant stride for
+// long runs: the innermost reduction loop that moves `x`, and that is not
+// unrolled whole (its copies are separate loads), runs each of its loads
+// kStrideRun times or more in a row. (A GEMM's B rows, K after K, are; a
+// convolution's weights read a few taps 1 MB apart, then the next channel,
+// are not.) An access no reduction loop moves is left to the streams.
+bool read_at_constant_stride(const StateData& s, const AnchorInfo& an, const Access& x) {
+  const int reg = s.reg_level();
+  const UnrolledReduction unrolled = unrolled_reduction(s, an);
+  const auto order = s.order[reg - 1];
+  for (const int* it = order.end(); it != order.begin();) {
+    const int r = *--it;
+    const int64_t extent = an.plan_extent(r), R = std::min(reg > 1 ? s.tile[reg - 1][r] : extent, extent);
+    if (!an.is_reduce_axis(r) || R <= 1 || !x.uses_axis[r]) continue;
+    const double runs = r == unrolled.axis ? double(R) / double(unrolled.copies) : double(R);
+    if (runs > 1) return runs >= kStrideRun;
+  }
+  return true;
+}
+
 // The spatial axis of register block `t` along which access `x` slides over
 // the unrolled copies (oh + kh: row i of tap k is row i + 1 of tap k - 1);
 // -1 when it does not.
@@ -499,6 +538,8 @@ std::string Estimate::str() const {
   std::ostringstream os;
   os << "t=" << seconds * 1e3 << "ms compute=" << compute_s * 1e3 << "ms traffic=[";
   for (int i = 0; i < caches; ++i) os << (i ? " " : "") << level_s[i] * 1e3;
+  os << "]ms stall=[";
+  for (int i = 0; i < caches; ++i) os << (i ? " " : "") << stall_s[i] * 1e3;
   os << "]ms pack=" << pack_s * 1e3 << "ms penalty=" << penalty_s * 1e3 << "ms balance=" << balance
      << " vec=" << vector_util << " ilp=" << ilp;
   return os.str();
@@ -559,6 +600,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     // prefetcher to follow; and that part weighted by what its runs cost
     // against the spec's scattered figure.
     double demand = 0, demand_cost = 0;
+    // The part of demand_cost in runs no prefetcher covers, stream or stride.
+    double unfollowed_cost = 0;
   };
   Small<int64_t> scratch(s.tile[reg], s.tile[reg] + n);  // a micro-kernel call's block
   for (int a = an.num_spatial; a < n; ++a) scratch[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
@@ -567,12 +610,16 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // reads its own contiguous buffer; its source is read by the pack.
   // Those misses come a run at a time, the run's first bytes before a
   // prefetcher takes over (`demand_run`).
-  Small<double> demand_fraction, demand_run;
+  Small<double> demand_fraction, demand_run, unfollowed;
   for (size_t i = 0; i <= an.accesses.size(); ++i) {
     const bool packed = i < an.accesses.size() && s.pack[i] >= 0;
     const Access& x = i < an.accesses.size() ? an.accesses[i] : an.output;
     const double run = packed ? kPageBytes : stream_bytes(s, an, trip, x, scratch);
     demand_fraction.push_back(packed ? 0.0 : demand_share(run));
+    // Runs too short for any stream prefetcher (not the starts of long
+    // ones), unless a stride prefetcher follows their loads.
+    const bool short_runs = !packed && i < an.accesses.size() && run <= kPrefetchLeadBytes;
+    unfollowed.push_back(short_runs && !read_at_constant_stride(s, an, x) ? 1.0 : 0.0);
     demand_run.push_back(std::min({run, kPrefetchLeadBytes, kPageBytes}));
   }
   // Per access, the cost of its demand bytes from the level being charged,
@@ -651,6 +698,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     g.bytes += bytes;
     g.demand += bytes * demand_fraction[i];
     g.demand_cost += bytes * demand_fraction[i] * demand_weight[i];
+    g.unfollowed_cost += bytes * demand_fraction[i] * demand_weight[i] * unfollowed[i];
   };
   Small<Placement> places;
   for (size_t i = 0; i <= an.accesses.size(); ++i) places.push_back(placement(s, an, i));
@@ -684,7 +732,10 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       while (level > 0 && own && overflows(*own, i)) own = own == blocks.data() ? nullptr : own - 1;
       traffic(own ? *own : blocks.front(), i, own != nullptr, g);
     }
-    est.level_s[est.caches++] = (g.bytes - g.demand) / bandwidth + g.demand_cost / scattered_bandwidth(cpu, level + 1);
+    const double scattered = scattered_bandwidth(cpu, level + 1);
+    est.level_s[est.caches] = (g.bytes - g.demand) / bandwidth + g.demand_cost / scattered;
+    if (filled_from_afar(cpu, level)) est.stall_s[est.caches] = g.unfollowed_cost / scattered;
+    ++est.caches;
   }
   double outer_trips = 1;  // number of level-0 tiles
   for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trip(0, a);
@@ -822,9 +873,13 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // nothing for traffic well below compute (hidden by prefetching).
   auto sixth_power = [](double x) { return (x * x) * (x * x) * (x * x); };
   double core = sixth_power(est.compute_s);
-  for (int i = 0; i < est.caches; ++i) core += sixth_power(est.level_s[i]);
+  double stall = 0;
+  for (int i = 0; i < est.caches; ++i) {
+    core += sixth_power(est.level_s[i] - est.stall_s[i]);
+    stall += est.stall_s[i];
+  }
   core = std::pow(core, 1.0 / 6);
-  est.seconds = (core + est.pack_s + est.penalty_s) / (threads * est.balance);
+  est.seconds = (core + stall + est.pack_s + est.penalty_s) / (threads * est.balance);
   // Handing chunks to other threads and waiting for them costs the
   // wake-up and the join: work smaller than a few times that stays on the
   // calling thread (one parallel trip runs inline).

@@ -88,6 +88,9 @@ struct Estimate {
   double compute_s = 0;        // at the achievable FMA rate
   // Traffic time into each cache, L1 first (only the first `caches` used).
   std::array<double, 4> level_s{};
+  // The part of each level's traffic time that stalls the core rather than
+  // overlapping compute: demand misses from far away.
+  std::array<double, 4> stall_s{};
   int caches = 0;
   // The objectives the state graph weighs: compute, traffic per cache,
   // packing + penalties, and the time lost to parallel imbalance.
