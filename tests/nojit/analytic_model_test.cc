@@ -164,6 +164,38 @@ TEST(AnalyticModel, DemandRunsShorterThanTheProbesPayItsCostPerRun) {
   }
 }
 
+// A GEMM's register tile (8 rows, 48 columns) reads B in 192-byte runs, a
+// row of 771 floats apart: too short for a stream prefetcher. Walking all K
+// rows per micro-kernel call, each load steps by one row thousands of times
+// (a stride prefetcher's pattern) and overlaps the FMAs; with the call's
+// reduction cut to 8 rows, unrolled by 4, each load runs twice before the
+// call moves on, and the misses from L3 (B is 12 MiB) stall the core: their
+// time is added to the overlapped estimate, not hidden under it.
+TEST(AnalyticModel, FarDemandMissesNoPrefetcherFollowsStallTheCore) {
+  Task task = make_task(make_operator("matmul", {{"M", "37"}, {"N", "771"}, {"K", "4096"}}), spec_with_scatter(2), 1);
+  std::vector<std::string> steps = {"vectorize 1 16", "unroll 4 0"};
+  steps.insert(steps.end(), 7, "tile_grow 3 0");
+  steps.insert(steps.end(), 2, "tile_grow 3 1");
+  const State followed = apply_all(task, steps);
+  steps.insert(steps.end(), 9, "tile_shrink 2 2");
+  const State cut = apply_all(task, steps);
+  ASSERT_EQ(followed->tile[3][0], 8);
+  ASSERT_EQ(followed->tile[3][1], 48);
+  ASSERT_EQ(cut->tile[2][2], 8) << cut->str();
+  const Estimate a = estimate(*task.anchor, *followed, task.target, 1);
+  const Estimate b = estimate(*task.anchor, *cut, task.target, 1);
+  for (int i = 0; i < a.caches; ++i) EXPECT_EQ(a.stall_s[i], 0) << a.str();
+  EXPECT_EQ(b.stall_s[0], 0) << "L1 is filled from the private L2: " << b.str();
+  double stall = 0;
+  for (int i = 1; i < b.caches; ++i) {
+    EXPECT_GT(b.stall_s[i], 0) << "filled from L3 or memory: " << b.str();
+    EXPECT_LE(b.stall_s[i], b.level_s[i]) << b.str();
+    stall += b.stall_s[i];
+  }
+  EXPECT_GT(stall, 0.2 * b.compute_s) << b.str();
+  EXPECT_GT(b.seconds, b.compute_s + stall) << b.str();
+}
+
 TEST(AnalyticModel, ConstructionFindsTheStreamingOrder) {
   const Gemv g(spec_with_scatter(4));
   const std::vector<RankedState> top = construct_states(g.task, 1, {});
