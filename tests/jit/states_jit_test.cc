@@ -571,7 +571,8 @@ TEST(States, PaddedStepsAreSkippedNotCombined) {
     const std::string& ir = k.report().loop_ir;
     EXPECT_EQ(ir.find("select("), std::string::npos) << name << "\n" << ir;
     // An element's test reads its column and sits just outside its vector loop.
-    const std::string column = "e_" + task.anchor->axes[2].name() + " + e_", vectors = "e_" + task.anchor->axes[3].name();
+    const std::string column = "e_" + task.anchor->axes[2].name() + " + e_";
+    const std::string vectors = "e_" + task.anchor->axes[3].name();
     int tests = 0;
     std::istringstream lines(ir);
     for (std::string line, next; std::getline(lines, line);) {

@@ -616,8 +616,11 @@ class TiledNest {
       e[a] = rvars.back();
       ranges_[rvars.back().get()] = {make_int(0), r[a].size - 1};
     }
+    auto combine_into = [&](const Expr& lane, const Expr& value) {
+      return make_store(acc, acc_index(lane), combine(make_load(acc, acc_index(lane)), value));
+    };
     auto accumulate = [&](const Expr& lane, const std::vector<Expr>& at) {
-      return make_store(acc, acc_index(lane), combine(make_load(acc, acc_index(lane)), source_at(r, at)));
+      return combine_into(lane, source_at(r, at));
     };
     Stmt update;
     if (rv < 0 && fast && !interior_conds_ && has_guards()) {
@@ -632,10 +635,8 @@ class TiledNest {
       // A step that reads only padding for an element adds nothing to it:
       // the element skips the step rather than combining the identity.
       std::optional<Stmt> guarded;
-      if (auto kept = identity_unless(source_at(r, e), op, identity)) {
-        const Expr index = acc_index(make_int(0));
-        guarded = wrap_where(el, kept->first, make_store(acc, index, combine(make_load(acc, index), kept->second)));
-      }
+      if (auto kept = identity_unless(source_at(r, e), op, identity))
+        guarded = wrap_where(el, kept->first, combine_into(make_int(0), kept->second));
       if (!guarded) guarded = wrap(el, accumulate(make_int(0), e));
       update = conds.empty() ? *guarded : make_if(and_all(unique_exprs(conds)), inside, *guarded);
     } else if (rv >= 0 && fast) {
