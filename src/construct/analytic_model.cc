@@ -359,15 +359,22 @@ struct UnrolledReduction {
   bool whole = false;
 };
 
-UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
+// Trips of the micro-kernel's loop over reduction axis `r` in one call: the
+// innermost cache tile's size, cut to the axis (the loop runs to the axis's
+// end, whatever its tile's size).
+int64_t call_trips(const StateData& s, const AnchorInfo& an, int r) {
   const int reg = s.reg_level();
-  const auto order = s.order[reg - 1];
+  const int64_t extent = an.plan_extent(r);
+  return std::min(reg > 1 ? s.tile[reg - 1][r] : extent, extent);
+}
+
+UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
+  const auto order = s.order[s.reg_level() - 1];
   for (const int* it = order.end(); it != order.begin();) {
     const int r = *--it;
-    // The loop runs to the axis's end, whatever its tile's size.
-    const int64_t extent = an.plan_extent(r), R = std::min(reg > 1 ? s.tile[reg - 1][r] : extent, extent);
+    const int64_t R = call_trips(s, an, r);
     if (!an.is_reduce_axis(r) || R <= 1) continue;
-    if (R <= StateData::kWholeUnrollTrips) return {r, R, extent % R == 0};
+    if (R <= StateData::kWholeUnrollTrips) return {r, R, an.plan_extent(r) % R == 0};
     return {r, std::min<int64_t>(R, s.unroll), false};
   }
   return {};
@@ -383,13 +390,12 @@ constexpr double kStrideRun = 8;
 // kStrideRun times or more in a row. (A GEMM's B rows, K after K, are; a
 // convolution's weights read a few taps 1 MB apart, then the next channel,
 // are not.) An access no reduction loop moves is left to the streams.
-bool read_at_constant_stride(const StateData& s, const AnchorInfo& an, const Access& x) {
-  const int reg = s.reg_level();
-  const UnrolledReduction unrolled = unrolled_reduction(s, an);
-  const auto order = s.order[reg - 1];
+bool read_at_constant_stride(const StateData& s, const AnchorInfo& an, const UnrolledReduction& unrolled,
+                             const Access& x) {
+  const auto order = s.order[s.reg_level() - 1];
   for (const int* it = order.end(); it != order.begin();) {
     const int r = *--it;
-    const int64_t extent = an.plan_extent(r), R = std::min(reg > 1 ? s.tile[reg - 1][r] : extent, extent);
+    const int64_t R = call_trips(s, an, r);
     if (!an.is_reduce_axis(r) || R <= 1 || !x.uses_axis[r]) continue;
     const double runs = r == unrolled.axis ? double(R) / double(unrolled.copies) : double(R);
     if (runs > 1) return runs >= kStrideRun;
@@ -611,6 +617,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // Those misses come a run at a time, the run's first bytes before a
   // prefetcher takes over (`demand_run`).
   Small<double> demand_fraction, demand_run, unfollowed;
+  const UnrolledReduction unrolled = unrolled_reduction(s, an);
   for (size_t i = 0; i <= an.accesses.size(); ++i) {
     const bool packed = i < an.accesses.size() && s.pack[i] >= 0;
     const Access& x = i < an.accesses.size() ? an.accesses[i] : an.output;
@@ -619,7 +626,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     // Runs too short for any stream prefetcher (not the starts of long
     // ones), unless a stride prefetcher follows their loads.
     const bool short_runs = !packed && i < an.accesses.size() && run <= kPrefetchLeadBytes;
-    unfollowed.push_back(short_runs && !read_at_constant_stride(s, an, x) ? 1.0 : 0.0);
+    unfollowed.push_back(short_runs && !read_at_constant_stride(s, an, unrolled, x) ? 1.0 : 0.0);
     demand_run.push_back(std::min({run, kPrefetchLeadBytes, kPageBytes}));
   }
   // Per access, the cost of its demand bytes from the level being charged,
