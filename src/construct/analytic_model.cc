@@ -751,18 +751,27 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   for (size_t i = 0; i < s.pack.size(); ++i) {
     if (s.pack[i] < 0) continue;
     const int level = s.pack_level(s.pack[i]);
+    const Access& x = an.accesses[i];
     double region = 1, count = outer_trips;
+    Small<int64_t> extent(size_t(n), 1);
     for (int a = 0; a < n; ++a) {
       for (int l = 1; l < level; ++l) count *= trip(l, a);
       if (s.pack_opens_loop(s.pack[i], a)) count *= trip(level, a);
-      if (an.accesses[i].uses_axis[a]) region *= pack_extent(s, an, s.pack[i], a);
+      if (x.uses_axis[a]) extent[a] = int64_t(pack_extent(s, an, s.pack[i], a));
+      region *= double(extent[a]);
     }
     // Read from the source row by row of the region (runs along the
     // contiguous axis), written once, by a scalar copy loop: four elements
     // a cycle, one where each element tests the padding (measured: a GEMM's
-    // packed B, a padded 3x3 convolution's packed input).
-    const int unit = an.accesses[i].contiguous_axis();
-    const double run_bytes = unit >= 0 ? 4 * pack_extent(s, an, s.pack[i], unit) : 4;
+    // packed B, a padded 3x3 convolution's packed input). A halo tile
+    // copies each element of the window's data tile once, in rows along
+    // the tensor's last dimension.
+    const int unit = x.contiguous_axis();
+    double run_bytes = unit >= 0 ? 4 * double(extent[unit]) : 4;
+    if (s.packs_halo(an, i)) {
+      region = x.data_tile(extent.data());
+      run_bytes = 4 * x.run_elems(extent.data());
+    }
     const double bytes = 4 * region * count, demand = demand_share(run_bytes);
     est.pack_s += bytes * (2 - demand) / fill_bandwidth(s, hw, level) +
                   bytes * demand / fill_bandwidth(s, hw, level, true) +

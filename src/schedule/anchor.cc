@@ -50,10 +50,14 @@ Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
       a.guarded |= e.get()->kind == ExprKind::Select;
       return !a.guarded;
     });
+  a.affine = true;
   for (const Expr& i : read->indices) {
     std::vector<Access::Term> row;
-    for (size_t v = 0; v < axes.size(); ++v)
-      if (const int64_t c = std::abs(linear_coeff(i, axes[v].get()).value_or(1))) row.push_back({int(v), c});
+    for (size_t v = 0; v < axes.size(); ++v) {
+      const std::optional<int64_t> coeff = linear_coeff(i, axes[v].get());
+      a.affine &= coeff && *coeff >= 0;
+      if (const int64_t c = std::abs(coeff.value_or(1))) row.push_back({int(v), c});
+    }
     a.dim_terms.push_back(row);
   }
   return a;

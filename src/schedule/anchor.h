@@ -38,6 +38,9 @@ struct Access {
   // The tensor's size along each dimension; empty when one is symbolic.
   std::vector<int64_t> const_shape;
   bool guarded = false;  // reads through a select (padding): a branch per element unless packed
+  // Every index is affine in the axes with constant coefficients of at
+  // least zero (dim_terms then holds the coefficients themselves).
+  bool affine = false;
 
   // The axis along which consecutive elements are adjacent in memory; -1
   // when none (the last such axis when several are).
@@ -59,6 +62,14 @@ struct Access {
       }
       if (spatial && reduce) return true;
     }
+    return false;
+  }
+
+  // Whether the access reads a window: some dimension's index moves with a
+  // spatial axis and a reduction axis.
+  bool reads_window(int first_reduce_axis) const {
+    for (int a = 0; a < first_reduce_axis; ++a)
+      if (windowed(a, first_reduce_axis)) return true;
     return false;
   }
 

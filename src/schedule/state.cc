@@ -40,6 +40,17 @@ bool StateData::pack_opens_loop(int point, int axis) const {
   return std::find(row.begin(), end, axis) != end;
 }
 
+bool StateData::packs_halo(const AnchorInfo& anchor, size_t access) const {
+  const Access& x = anchor.accesses[access];
+  if (target != TargetKind::Cpu || !x.affine || !x.reads_window(anchor.num_spatial) || vec_axis < 0 ||
+      !x.uses_axis[size_t(vec_axis)])
+    return false;
+  for (size_t d = 0; d < x.dim_terms.size(); ++d)
+    for (const Access::Term& t : x.dim_terms[d])
+      if ((t.axis == vec_axis) != (d + 1 == x.dim_terms.size()) || (t.axis == vec_axis && t.coeff != 1)) return false;
+  return true;
+}
+
 bool StateData::loop_runs_once(const AnchorInfo& anchor, int level, int axis) const {
   if (level == 0 || (level == 1 && anchor.is_reduce_axis(axis)))
     return anchor.const_extent[size_t(axis)] > 0 && tile[level][axis] >= anchor.const_extent[size_t(axis)];

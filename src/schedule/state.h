@@ -132,6 +132,16 @@ struct StateData {
   // Whether the loop over `axis` at a pack point's level opens above it (the
   // pack then copies one tile of that loop, else the whole parent tile).
   bool pack_opens_loop(int point, int axis) const;
+  // Whether a pack of the access copies a halo tile in the tensor's own
+  // coordinates, each element once, rather than a layout per plan axis (a
+  // window's input packed per axis repeats each element once per tap that
+  // reads it, im2col-style). It must read a window through affine indices,
+  // and the vector must move it along its last dimension alone, by one: a
+  // depthwise convolution's input, read a vector of channels at a time from
+  // the copy. An input the micro-kernel broadcasts (a convolution's, the
+  // vector along its output channels) keeps the layout per plan axis, which
+  // holds a register tile's elements of one step in one run.
+  bool packs_halo(const AnchorInfo& anchor, size_t access) const;
   bool materialized(size_t access) const { return access < kMaxMaterialized && (materialize >> access & 1u); }
   // Whether the anchor's access reads through a guard (a padded input) in
   // this state: guarded, and its producer not materialized.

@@ -191,14 +191,17 @@ const StepDef& def(StepKind k) { return kSteps[int(k)]; }
 
 int64_t pack_bytes(const StateData& s, const AnchorInfo& anchor, int access, int point) {
   const int level = s.pack_level(point);
+  const Access& x = anchor.accesses[size_t(access)];
+  std::vector<int64_t> extent(size_t(s.num_axes), 1);
   int64_t elems = 1;
   for (int a = 0; a < s.num_axes; ++a) {
-    if (!anchor.accesses[access].uses_axis[a]) continue;
+    if (!x.uses_axis[a]) continue;
     const bool opened = s.pack_opens_loop(point, a);
-    int64_t extent = opened ? s.tile[level][a] : s.tile[level - 1][a];
-    if (anchor.is_reduce_axis(a) && level - 1 == 0 && !opened) extent = anchor.plan_extent(a);
-    elems *= extent;
+    extent[a] = opened ? s.tile[level][a] : s.tile[level - 1][a];
+    if (anchor.is_reduce_axis(a) && level - 1 == 0 && !opened) extent[a] = anchor.plan_extent(a);
+    elems *= extent[a];
   }
+  if (s.packs_halo(anchor, size_t(access))) elems = int64_t(x.data_tile(extent.data()));
   return elems * 4;
 }
 

@@ -585,6 +585,48 @@ TEST(States, PaddedStepsAreSkippedNotCombined) {
   }
 }
 
+// A depthwise convolution's packed input is a halo tile in the input's own
+// coordinates: the rows and columns its outputs' windows cover, each input
+// element once, not once per tap (im2col-style: 25 times at 5x5). Stride 2,
+// odd sizes and a channel count no vector divides, so the tiles at the edges
+// are cut short; every kernel matches the reference. A convolution's input,
+// which the micro-kernel broadcasts, keeps the layout per plan axis.
+TEST(States, DepthwisePacksAHaloTileOfItsInput) {
+  HwSpec hw = load_hwspec("haswell_avx2");
+  const Operator op = make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "23"}, {"W", "21"}, {"C", "19"},
+                                                         {"KH", "5"}, {"KW", "5"}, {"stride", "2"}, {"pad", "2"}});
+  const Task task = make_task(op, hw, 1);
+  const AnchorInfo& anchor = *task.anchor;
+  ASSERT_EQ(anchor.accesses[0].tensor.name(), "X_pad");
+  // Register tiles of 3 columns of 8 channels; the innermost cache tile 2
+  // rows by 6 columns by 8 channels, its input packed where its loops open.
+  std::string steps = "vectorize 3 8\ntile_grow 3 2\ntile_grow 3 2\n";
+  for (int i = 0; i < 2; ++i) steps += "tile_shrink 2 1\n";
+  steps += "tile_shrink 2 2\ntile_shrink 2 3\n";
+  State s = replay(anchor, hw, parse_steps(steps));
+  const int reg = s->reg_level();
+  s = apply_step(*s, {StepKind::Pack, 0, s->make_pack_point(reg - 1, int(s->order[reg - 1].size()))}, anchor, hw).state;
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->packs_halo(anchor, 0)) << s->str();
+  const int64_t rows = s->tile[reg - 1][1], cols = s->tile[reg - 1][2], channels = s->tile[reg - 1][3];
+  ASSERT_EQ(s->tile[reg][2], 3) << s->str();
+  ASSERT_LT(cols, 11) << "the columns are tiled: " << s->str();
+  const int64_t halo = ((rows - 1) * 2 + 5) * ((cols - 1) * 2 + 5) * channels;
+  const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+  EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 3)).ok) << s->str();
+  const std::string& ir = k.report().loop_ir;
+  EXPECT_NE(ir.find("allocate packed_X_pad[" + std::to_string(halo) + "]"), std::string::npos)
+      << "a halo of " << rows << "x" << cols << " outputs' windows by " << channels << " channels in\n" << ir;
+
+  const Operator conv = make_operator("conv2d", {{"N", "1"}, {"H", "9"}, {"W", "7"}, {"CI", "5"}, {"CO", "17"},
+                                                 {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
+  const Task conv_task = make_task(conv, hw, 1);
+  State c = replay(*conv_task.anchor, hw, parse_steps("vectorize 3 8\n"));
+  c = apply_step(*c, {StepKind::Pack, 0, c->make_pack_point(1, 0)}, *conv_task.anchor, hw).state;
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->packs_halo(*conv_task.anchor, 0)) << c->str();
+}
+
 // Roller builds its leaves' tiles directly and finds them a step path; the
 // register steps to a tile of 4 vectors pass through 3, whose realignment
 // would leave the cache tiles (64 and 256 columns) off the goal unless the

@@ -215,9 +215,10 @@ class TiledNest {
     // A peeled remainder packs again into the same buffer (same nominal
     // region).
     if (!p.buffer) {
-      std::vector<Expr> dims = layout_dims(i);
+      std::vector<Expr> dims = halo(i) ? halo_dims(i) : layout_dims(i);
       p.buffer = std::make_shared<BufferNode>(BufferNode{"packed_" + x.tensor.name(), DType::f32(), {product(dims)}});
     }
+    if (halo(i)) return fill_halo(i, r);
 
     // Fill in source order, the axis with the smallest stride innermost (a
     // source streamed from memory is read in long runs), except that the
@@ -307,6 +308,64 @@ class TiledNest {
     for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
       const bool vector = vector_rows && it == loops.rbegin();
       fill = make_for(it->var, it->extent, vector ? ForKind::Vectorized : ForKind::Scalar, fill,
+                      vector ? s_.vec_width : 1, 0, /*masked_remainder=*/vector);
+    }
+    return fill;
+  }
+
+  bool halo(int i) const { return s_.packs_halo(an_, size_t(i)); }
+
+  // A halo tile holds the window's data tile over the pack's nominal
+  // region, in the tensor's own dimensions and order.
+  std::vector<Expr> halo_dims(int i) const {
+    std::vector<Expr> dims;
+    for (const auto& row : an_.accesses[i].dim_terms) {
+      int64_t extent = 1;
+      for (const Access::Term& t : row) extent += t.coeff * (packed_[i].nominal[t.axis] - 1);
+      dims.push_back(make_int(extent));
+    }
+    return dims;
+  }
+
+  // The halo tile's element read at `local` (per axis, the coordinate
+  // within the pack's region): the index moves with each axis by its
+  // coefficient, from the region's first element.
+  Expr halo_index(int i, const std::vector<Expr>& local) const {
+    std::vector<Expr> offset;
+    for (const auto& row : an_.accesses[i].dim_terms) {
+      Expr o = make_int(0);
+      for (const Access::Term& t : row) o = o + local[t.axis] * t.coeff;
+      offset.push_back(o);
+    }
+    return flatten_index(offset, halo_dims(i));
+  }
+
+  // Copies the region's data tile, cut to the region's actual sizes, in
+  // the tensor's order: its last dimension, contiguous in the source and
+  // in the copy, runs as a vector loop.
+  Stmt fill_halo(int i, const std::vector<Region>& r) {
+    const Access& x = an_.accesses[i];
+    VarMap first;
+    for (int a = 0; a < an_.num_axes(); ++a)
+      if (x.uses_axis[a]) first[an_.axes[a].get()] = r[a].base;
+    std::vector<Var> vars;
+    std::vector<Expr> extents, source;
+    for (size_t d = 0; d < x.dim_terms.size(); ++d) {
+      std::string name = "v_";  // appended: see level()
+      name += x.tensor.name();
+      name += "_";
+      name += std::to_string(d);
+      vars.emplace_back(name);
+      Expr extent = make_int(1);
+      for (const Access::Term& t : x.dim_terms[d]) extent = extent + (r[t.axis].size - 1) * t.coeff;
+      extents.push_back(extent);
+      source.push_back(substitute(x.indices[d], first) + vars.back());
+    }
+    Stmt fill = make_store(packed_[i].buffer, flatten_index({vars.begin(), vars.end()}, halo_dims(i)),
+                           in_.lower_reads(x.tensor(source)));
+    for (size_t d = vars.size(); d-- > 0;) {
+      const bool vector = d + 1 == vars.size() && s_.vec_width > 1;
+      fill = make_for(vars[d], extents[d], vector ? ForKind::Vectorized : ForKind::Scalar, fill,
                       vector ? s_.vec_width : 1, 0, /*masked_remainder=*/vector);
     }
     return fill;
@@ -511,7 +570,7 @@ class TiledNest {
     Expr src = transform(an_.source, [&](const Expr& x) -> std::optional<Expr> {
       for (size_t i = 0; i < an_.accesses.size(); ++i) {
         if (x.get() != an_.accesses[i].read.get() || !packed_[i].buffer) continue;
-        std::vector<Expr> tile_index(an_.num_axes(), make_int(0)), element = tile_index;
+        std::vector<Expr> tile_index(an_.num_axes(), make_int(0)), element = tile_index, local = tile_index;
         for (int a = 0; a < an_.num_axes(); ++a) {
           if (!an_.accesses[i].uses_axis[a]) continue;
           const bool spatial_split = !an_.is_reduce_axis(a);
@@ -519,6 +578,7 @@ class TiledNest {
           Expr t = make_int(0);
           for (size_t k = packed_[i].terms_before[a]; k < r[a].terms.size(); ++k)
             t = t + r[a].terms[k].first * (r[a].terms[k].second / R);
+          local[a] = t * R + e[a];
           if (spatial_split) {
             tile_index[a] = t;
             element[a] = e[a];
@@ -526,6 +586,7 @@ class TiledNest {
             tile_index[a] = t + e[a];
           }
         }
+        if (halo(int(i))) return make_load(packed_[i].buffer, halo_index(int(i), local));
         return make_load(packed_[i].buffer, layout_index(int(i), tile_index, element));
       }
       return std::nullopt;
