@@ -44,13 +44,19 @@ std::vector<RankedState> construct_states(const Task& task, int k, const Constru
   // the multi-objective walk refines from all of them.
   std::vector<State> seeds = seed_states(anchor, task.target);
   for (const State& s : roller_states(anchor, task.target, t.threads, 1)) seeds.push_back(s);
-  std::vector<RankedState> top;
+  // The states emitted are ranked as emitted, unrolled: the unroll changes
+  // how often each load of the reduction loop runs in a row, which decides
+  // whether a stride prefetcher follows it (read_at_constant_stride).
+  std::vector<RankedState> unrolled;
   for (RankedState& r : traverse_state_graph(anchor, task.target, seeds, t).top) {
-    r.state = with_construction_unroll(r.state, anchor, task.target);
-    const bool seen = std::any_of(top.begin(), top.end(), [&](const RankedState& o) { return *o.state == *r.state; });
-    if (!seen && top.size() < keep) top.push_back(std::move(r));
+    const State s = with_construction_unroll(r.state, anchor, task.target);
+    if (std::any_of(unrolled.begin(), unrolled.end(), [&](const RankedState& o) { return *o.state == *s; })) continue;
+    unrolled.push_back({s, s == r.state ? r.estimate : estimate(anchor, *s, task.target, t.threads)});
   }
-  return top;
+  std::stable_sort(unrolled.begin(), unrolled.end(),
+                   [](const RankedState& a, const RankedState& b) { return a.estimate.seconds < b.estimate.seconds; });
+  if (unrolled.size() > keep) unrolled.resize(keep);
+  return unrolled;
 }
 
 std::unique_ptr<Tuner> make_construct_tuner(const Task& task, const ConstructOptions& options) {

@@ -569,5 +569,23 @@ TEST(AnchorAccess, DataTilesFollowTheWindow) {
   for (int a = 0; a < an.num_spatial; ++a) EXPECT_FALSE(weights.windowed(a, an.num_spatial)) << a;
 }
 
+// Construction ranks the states it emits, unrolled: the unroll decides how
+// often each load of the reduction loop runs in a row, so whether a stride
+// prefetcher follows it. A 7x7 512->512 3x3 convolution's candidates read
+// weights 2 KB apart along short reduction loops, whose estimates the
+// unroll changes. Each carries its own estimate, best first.
+TEST(AnalyticModel, ConstructionRanksTheStatesItEmits) {
+  const HwSpec spec = load_hwspec("zen4_server");
+  const Task task = make_task(make_operator("conv2d", {{"N", "1"}, {"H", "7"}, {"W", "7"}, {"CI", "512"}, {"CO", "512"},
+                                                       {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}}),
+                              spec, 1);
+  const std::vector<RankedState> top = construct_states(task, 10, {});
+  ASSERT_EQ(top.size(), 10u);
+  for (size_t i = 0; i < top.size(); ++i) {
+    EXPECT_EQ(top[i].estimate.seconds, estimate(*task.anchor, *top[i].state, spec, 1).seconds) << top[i].state->str();
+    if (i > 0) EXPECT_LE(top[i - 1].estimate.seconds, top[i].estimate.seconds) << top[i].state->str();
+  }
+}
+
 }  // namespace
 }  // namespace loom
