@@ -45,9 +45,10 @@ bool StateData::packs_halo(const AnchorInfo& anchor, size_t access) const {
   if (target != TargetKind::Cpu || !x.affine || !x.reads_window(anchor.num_spatial) || vec_axis < 0 ||
       !x.uses_axis[size_t(vec_axis)])
     return false;
-  for (size_t d = 0; d < x.dim_terms.size(); ++d)
+  const size_t last = x.dim_terms.size() - 1;  // the vector's axis moves it alone, by one, and no other
+  for (size_t d = 0; d <= last; ++d)
     for (const Access::Term& t : x.dim_terms[d])
-      if ((t.axis == vec_axis) != (d + 1 == x.dim_terms.size()) || (t.axis == vec_axis && t.coeff != 1)) return false;
+      if (d == last ? t.axis != vec_axis || t.coeff != 1 : t.axis == vec_axis) return false;
   return true;
 }
 
