@@ -18,6 +18,21 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+namespace {
+
+// Untimed calls of `fn`, at least `calls` of them and at least kWarmMs long:
+// long enough for its data to win back the caches another callable's data
+// filled. After another 16 MB matrix, a GEMV's 16 MB B took 4 calls (2.1
+// ms) to be read from a 32 MB shared L3 again: 0.85, 0.58, 0.41, 0.28 ms,
+// then 0.25 (Zen 4).
+constexpr double kWarmMs = 3;
+void warm(const std::function<void()>& fn, int calls) {
+  const double start = now_ms();
+  for (int c = 0; c < calls || now_ms() - start < kWarmMs; ++c) fn();
+}
+
+}  // namespace
+
 std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, double budget_ms, bool blocks) {
   if (blocks) {
     std::vector<double> med;
@@ -29,7 +44,7 @@ std::vector<double> time_interleaved(const std::vector<std::function<void()>>& f
   }
   std::vector<int> reps(fns.size(), 1);
   for (size_t i = 0; i < fns.size(); ++i) {  // warm up and calibrate to >= 1 ms per sample
-    fns[i]();
+    warm(fns[i], 1);
     double t0 = now_ms();
     fns[i]();
     double dt = std::max(now_ms() - t0, 1e-4);
@@ -39,7 +54,7 @@ std::vector<double> time_interleaved(const std::vector<std::function<void()>>& f
   double start = now_ms();
   for (int round = 0; round < 300 && (round < 7 || now_ms() - start < budget_ms); ++round)
     for (size_t i = 0; i < fns.size(); ++i) {
-      fns[i]();  // untimed: brings this callable's data back into the caches the others used
+      warm(fns[i], reps[i]);  // untimed: brings its data back into the caches the others used
       double t0 = now_ms();
       for (int r = 0; r < reps[i]; ++r) fns[i]();
       samples[i].push_back((now_ms() - t0) / reps[i]);

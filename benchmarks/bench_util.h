@@ -9,9 +9,13 @@ namespace bench {
 double median(std::vector<double> v);
 double now_ms();
 // Medians (ms per call) of several callables. On one thread they are timed
-// round-robin, so drift and noise hit all alike; each sample follows an
-// untimed call, so every callable is timed with its own data warm, as it
-// would be when run alone. On several, each is timed
+// round-robin, so drift and noise hit all alike; each sample follows
+// untimed calls (as many as it times, and a few ms at least), so every
+// callable is timed with its own data as warm as it would be when run
+// alone. One untimed call was not enough where two callables' data
+// together overflow the last cache: a GEMV whose 16 MB B shared a 32 MB L3
+// with a library's own B ran 2.3x slower timed first after the library
+// than timed second. On several threads, each is timed
 // in its own block: interleaving would let one library's idle-spinning
 // workers (OpenMP spins after every parallel region) steal the cores the
 // next one runs on.
