@@ -48,7 +48,7 @@ std::vector<RankedState> construct_states(const Task& task, int k, const Constru
   // how often each load of the reduction loop runs in a row, which decides
   // whether a stride prefetcher follows it (read_at_constant_stride).
   std::vector<RankedState> unrolled;
-  for (RankedState& r : traverse_state_graph(anchor, task.target, seeds, t).top) {
+  for (const RankedState& r : traverse_state_graph(anchor, task.target, seeds, t).top) {
     const State s = with_construction_unroll(r.state, anchor, task.target);
     if (std::any_of(unrolled.begin(), unrolled.end(), [&](const RankedState& o) { return *o.state == *s; })) continue;
     unrolled.push_back({s, s == r.state ? r.estimate : estimate(anchor, *s, task.target, t.threads)});
