@@ -319,11 +319,8 @@ class TiledNest {
   // region, in the tensor's own dimensions and order.
   std::vector<Expr> halo_dims(int i) const {
     std::vector<Expr> dims;
-    for (const auto& row : an_.accesses[i].dim_terms) {
-      int64_t extent = 1;
-      for (const Access::Term& t : row) extent += t.coeff * (packed_[i].nominal[t.axis] - 1);
-      dims.push_back(make_int(extent));
-    }
+    for (const auto& row : an_.accesses[i].dim_terms)
+      dims.push_back(make_int(int64_t(Access::dim_extent(row, packed_[i].nominal.data()))));
     return dims;
   }
 
