@@ -627,6 +627,60 @@ TEST(States, DepthwisePacksAHaloTileOfItsInput) {
   EXPECT_FALSE(c->packs_halo(*conv_task.anchor, 0)) << c->str();
 }
 
+// A step that reads only padding for an element adds nothing to it: where
+// the padded input comes from a buffer holding its padding (materialized or
+// packed), the micro-kernel skips such taps instead of multiplying zeros.
+// Register tiles spanning the rows (their position fixed) unroll the tap
+// loops so that each element's test folds; border tiles of several elements
+// run apart at their fixed positions (16 channels: no remainder along the
+// vector multiplies the copies past the bound); a tile of one column skips a
+// tap at run time. Every such kernel matches the reference, for a sum whose padding
+// is zero and for a max pool whose padding is the lowest value.
+TEST(States, ConvolutionsSkipTheTapsThatReadOnlyPadding) {
+  HwSpec hw = load_hwspec("haswell_avx2");
+  const std::map<std::string, std::string> conv{{"N", "1"},  {"H", "9"},  {"W", "7"},      {"CI", "5"}, {"CO", "16"},
+                                                {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}};
+  const std::map<std::string, std::string> pool{{"N", "1"},  {"H", "9"},  {"W", "11"},     {"C", "16"},
+                                                {"KH", "3"}, {"KW", "3"}, {"stride", "2"}, {"pad", "1"}};
+  struct Variant {
+    const char* op;
+    std::map<std::string, std::string> shape;
+    std::string steps;
+  };
+  auto whole_rows = [](int rows) {  // a register tile spanning the rows, one column wide
+    std::string steps = "vectorize 3 8\n";
+    for (int i = 1; i < rows; ++i) steps += "tile_grow 3 1\n";
+    return steps;
+  };
+  const std::string border = "vectorize 3 8\ntile_grow 3 1\ntile_grow 3 2\ntile_grow 3 2\n";  // 2 rows x 3 columns
+  const std::vector<Variant> variants = {
+      {"conv2d", conv, whole_rows(9) + "materialize 0 1\n"}, {"conv2d", conv, border + "materialize 0 1\n"},
+      {"conv2d", conv, border + "pack 0 15\n"},              {"pool2d", pool, whole_rows(5) + "materialize 0 1\n"},
+      {"pool2d", pool, border + "materialize 0 1\n"},
+  };
+  for (const Variant& v : variants) {
+    const Operator op = make_operator(v.op, v.shape);
+    const Task task = make_task(op, hw, 1);
+    const AnchorInfo& anchor = *task.anchor;
+    const State s = replay(anchor, hw, parse_steps(v.steps));
+    const std::string what = std::string(v.op) + " " + s->str();
+    ASSERT_FALSE(s->reads_through_guard(anchor, 0) && s->pack[0] < 0) << what;
+    const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+    EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 7)).ok) << what;
+    // The row taps unrolled, each element's step under a test of its row and tap.
+    const std::string& ir = k.report().loop_ir;
+    const std::string rh = "e_" + anchor.axes[size_t(anchor.num_spatial)].name();
+    EXPECT_NE(ir.find("unrolled for " + rh + " "), std::string::npos) << what << "\n" << ir;
+    const std::string row = "e_" + anchor.axes[1].name();
+    bool tested = false;
+    std::istringstream lines(ir);
+    for (std::string line; std::getline(lines, line);)
+      tested |= line.find(" if (") != std::string::npos && line.find(row) != std::string::npos &&
+                line.find(rh) != std::string::npos;
+    EXPECT_TRUE(tested) << what << "\n" << ir;
+  }
+}
+
 // Roller builds its leaves' tiles directly and finds them a step path; the
 // register steps to a tile of 4 vectors pass through 3, whose realignment
 // would leave the cache tiles (64 and 256 columns) off the goal unless the

@@ -33,6 +33,15 @@ Expr and_all(const std::vector<Expr>& conds) {
   return c;
 }
 
+std::vector<Expr> conjuncts(const Expr& c) {
+  if (auto* b = c.get()->as<BinaryNode>(); b && b->op == BinaryOp::And) {
+    std::vector<Expr> x = conjuncts(b->a), y = conjuncts(b->b);
+    x.insert(x.end(), y.begin(), y.end());
+    return x;
+  }
+  return {c};
+}
+
 // The reduction's source as `value` where `cond` holds and its identity
 // elsewhere: a select whose other side is the identity (a padded read), or,
 // for a sum, a product with such a factor (zero times a weight). A step
@@ -60,6 +69,19 @@ class TiledNest {
     for (int a : s_.order[reg_])
       if (a != s_.vec_axis) element_order_.push_back(a);
     if (s_.vec_axis >= 0 && !an_.is_reduce_axis(s_.vec_axis)) element_order_.push_back(s_.vec_axis);
+    padding_ = padding_condition();
+    padded_axes_.assign(size_t(an_.num_axes()), false);
+    if (padding_.defined())
+      for (const Expr& c : conjuncts(padding_)) {
+        auto* cmp = c.get()->as<CompareNode>();
+        if (!cmp || !cmp->a.dtype().is_int()) continue;
+        std::vector<int> moved;
+        for (int a = 0; a < an_.num_axes(); ++a)
+          if (linear_coeff(cmp->a - cmp->b, an_.axes[a].get()).value_or(1) != 0) moved.push_back(a);
+        if (std::none_of(moved.begin(), moved.end(), [&](int a) { return an_.is_reduce_axis(a); })) continue;
+        for (int a : moved)
+          if (!an_.is_reduce_axis(a)) padded_axes_[size_t(a)] = true;
+      }
   }
 
   Stmt build() {
@@ -88,9 +110,14 @@ class TiledNest {
     }
     Stmt body = tiles(r, counts, tile_of);
     if (micro_kernels_ > kMaxMicroKernelCopies) {
-      // Too many peeled copies (remainders along several axes and levels):
-      // compile time is bounded before speed, the remainders run as tiles
-      // cut short at run time.
+      // Too many peeled copies (border tiles and remainders along several
+      // axes and levels): compile time is bounded before speed. The border
+      // tiles go first (they skip padding at run time, a tap for a whole
+      // tile), then the remainders run as tiles cut short at run time.
+      peel_border_ = false;
+      body = tiles(r, counts, tile_of);
+    }
+    if (micro_kernels_ > kMaxMicroKernelCopies) {
       peel_ = false;
       body = tiles(r, counts, tile_of);
     }
@@ -171,6 +198,22 @@ class TiledNest {
     std::string name = "t";
     name += std::to_string(l) + "_" + an_.axes[a].name();
     Var t(name);
+    if (peels_border(l, a, r[a], T)) {
+      // The first and the last register tile reach the padding: each runs
+      // at its fixed position, where skipping it is decided per element at
+      // compile time (padding_skips); the tiles between run in a loop.
+      const int64_t size = *r[a].const_size, tiles = (size + T - 1) / T;
+      std::vector<Region> first = r, middle = r, last = r;
+      first[a] = sized(cut(r[a], make_int(0), T), T);
+      seq.push_back(level(l, pos + 1, first));
+      if (tiles > 2) {
+        middle[a] = sized(cut(r[a], Expr(t) + 1, T), T);
+        seq.push_back(make_for(t, make_int(tiles - 2), ForKind::Serial, level(l, pos + 1, middle)));
+      }
+      last[a] = sized(cut(r[a], make_int(tiles - 1), T), size - (tiles - 1) * T);
+      seq.push_back(level(l, pos + 1, last));
+      return make_seq(seq);
+    }
     if (peels_remainder(l, a, r[a], T)) {
       // Full tiles, then the last one with its constant size: the
       // micro-kernel stays unrolled, the last vector narrower.
@@ -196,6 +239,15 @@ class TiledNest {
     if (a >= an_.num_spatial || !region.const_size || *region.const_size <= T || *region.const_size % T == 0)
       return false;
     return peel_ && (l == reg_ || (a == s_.vec_axis && s_.vec_width > 1));
+  }
+
+  // Whether the loop over register tiles along spatial axis `a` runs its
+  // first and last tile apart (see level()): the axis reads a padded window,
+  // its tiles hold several elements (a tile of one skips exactly at run
+  // time) and the region they cut has a fixed position.
+  bool peels_border(int l, int a, const Region& region, int64_t T) const {
+    if (!peel_ || !peel_border_ || l != reg_ || !padded_axes_[size_t(a)] || T <= 1 || has_guards()) return false;
+    return region.const_size && *region.const_size > T && region.base.as_const_int();
   }
 
   // --- packing -------------------------------------------------------
@@ -618,6 +670,100 @@ class TiledNest {
     return unique;
   }
 
+  // Where the anchor's source combines something other than the
+  // reduction's identity, seen through the padded stages' definitions (a
+  // convolution's or a pool's padding), in the anchor's axes; undefined
+  // where every step may.
+  Expr padding_condition() const {
+    if (!an_.is_reduction) return Expr();
+    Expr inlined = transform(an_.source, [&](const Expr& x) -> std::optional<Expr> {
+      for (const Access& acc : an_.accesses) {
+        if (x.get() != acc.read.get() || !acc.guarded) continue;
+        const TensorNode* t = acc.tensor.get();
+        VarMap at;
+        for (size_t d = 0; d < t->axes.size(); ++d) at[t->axes[d].get()] = acc.indices[d];
+        return substitute(t->body, at);
+      }
+      return std::nullopt;
+    });
+    auto kept = identity_unless(inlined, an_.reduce_op, reduce_identity(an_.reduce_op, an_.stage.dtype()));
+    return kept ? kept->first : Expr();
+  }
+
+  // A step of the reduction that reads only padding for an element adds
+  // nothing to it (a convolution's border taps). Where the padded data is
+  // read from a buffer that holds its padding (packed or materialized), the
+  // micro-kernel skips such steps instead of multiplying zeros, as a
+  // library's hand-written kernel does: at the 7 x 7 outputs of a 3 x 3
+  // convolution padded by 1, 18% of the steps. A test whose terms are all
+  // known once the tap loops and the tile's elements are unrolled (the
+  // tile's position fixed: a tile spanning its axis, a peeled remainder)
+  // drops the step per element, and those tap loops are unrolled so that
+  // it folds away. A test that depends on the tile's position at run time
+  // skips a tap for the whole tile, where no element of it reads inside.
+  struct PaddingSkips {
+    Expr per_element;            // undefined: none
+    std::vector<Expr> per_tap;   // per reduce_order_ entry, undefined: none
+    std::vector<bool> unrolled;  // per reduce_order_ entry
+  };
+  static constexpr int64_t kMaxUnrolledTapCopies = 16;
+
+  PaddingSkips padding_skips(const std::vector<Region>& r, const std::vector<Expr>& e, const std::vector<Var>& rvars,
+                             const Elements& el) const {
+    PaddingSkips skips{Expr(), std::vector<Expr>(rvars.size()), std::vector<bool>(rvars.size(), false)};
+    if (!padding_.defined() || has_guards()) return skips;
+    VarMap at, zero;
+    for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + e[a];
+    for (const auto& entry : ranges_) zero[entry.first] = make_int(0);
+    auto is_tap = [&](const ExprNode* v) {
+      return std::any_of(rvars.begin(), rvars.end(), [&](const Var& t) { return t.get() == v; });
+    };
+    int64_t copies = 1;
+    for (const Expr& c : conjuncts(padding_)) {
+      auto* cmp = c.get()->as<CompareNode>();
+      if (!cmp || !cmp->a.dtype().is_int() || cmp->op == CompareOp::EQ || cmp->op == CompareOp::NE) continue;
+      const Expr d = substitute(cmp->a - cmp->b, at);
+      std::vector<size_t> taps;
+      bool linear = true, known = substitute(d, zero).as_const_int().has_value();
+      for (const auto& [var, range] : ranges_) {
+        const std::optional<int64_t> k = linear_coeff(d, var);
+        linear &= k.has_value();
+        if (!k || *k == 0) continue;
+        for (size_t t = 0; t < rvars.size(); ++t)
+          if (rvars[t].get() == var) taps.push_back(t);
+      }
+      if (!linear || taps.empty()) continue;
+      for (const auto& [var, extent, kind, lanes] : el.loops) known &= kind == ForKind::Unrolled || !uses_var(d, var.get());
+      int64_t more = 1;
+      for (size_t t : taps) {
+        const std::optional<int64_t> n = r[reduce_order_[t]].size.as_const_int();
+        known &= n.has_value();
+        if (n && !skips.unrolled[t]) more *= *n;
+      }
+      if (known && copies * more <= kMaxUnrolledTapCopies) {
+        copies *= more;
+        for (size_t t : taps) skips.unrolled[t] = true;
+        const Expr test = make_compare(cmp->op, d, make_int(0));
+        skips.per_element = skips.per_element.defined() ? skips.per_element && test : test;
+        continue;
+      }
+      if (taps.size() != 1) continue;
+      // Some element of the tile reads inside: the test at the element that
+      // comes closest to passing it.
+      const bool above = cmp->op == CompareOp::GE || cmp->op == CompareOp::GT;
+      VarMap extreme;
+      for (const auto& [var, range] : ranges_)
+        if (!is_tap(var)) extreme[var] = (*linear_coeff(d, var) > 0) == above ? range.second : range.first;
+      const Expr some = make_compare(cmp->op, substitute(d, extreme), make_int(0));
+      bool outside_elements = true;  // it sits outside the element loops
+      for (const auto& loop : el.loops) outside_elements &= !uses_var(some, std::get<0>(loop).get());
+      if (!outside_elements) continue;
+      Expr& test = skips.per_tap[taps[0]];
+      test = test.defined() ? test && some : some;
+    }
+    return skips;
+  }
+
   bool has_guards() const {
     for (size_t i = 0; i < an_.accesses.size(); ++i)
       if (s_.reads_through_guard(an_, i) && !packed_[i].buffer) return true;
@@ -681,6 +827,7 @@ class TiledNest {
       return combine_into(lane, source_at(r, at));
     };
     Stmt update;
+    PaddingSkips skips{Expr(), std::vector<Expr>(rvars.size()), std::vector<bool>(rvars.size(), false)};
     if (rv < 0 && fast && !interior_conds_ && has_guards()) {
       // The guarded version still proves guards per reduction step: with
       // the reduction variables fixed, the tile's elements often all lie
@@ -711,7 +858,10 @@ class TiledNest {
       Stmt rest = make_for(u, r[rv].size - done, ForKind::Serial, wrap(el, accumulate(make_int(0), e)));
       update = make_seq({blocks, rest});
     } else {
-      update = wrap(el, accumulate(make_int(0), e));
+      skips = padding_skips(r, e, rvars, el);
+      std::optional<Stmt> kept;
+      if (skips.per_element.defined()) kept = wrap_where(el, skips.per_element, accumulate(make_int(0), e));
+      update = kept ? *kept : wrap(el, accumulate(make_int(0), e));
     }
     // The loop unrolled is the innermost that runs more than once, as the
     // model assumes (unrolled_reduction): a loop of one trip inside it
@@ -725,7 +875,9 @@ class TiledNest {
       // A window's few taps are unrolled whole whatever the factor (StateData::unroll).
       const std::optional<int64_t> taps = r[a].size.as_const_int();
       const int whole = taps && *taps <= StateData::kWholeUnrollTrips ? int(*taps) : 0;
-      update = make_for(rvars[k], r[a].size, ForKind::Serial, update, 1, innermost ? std::max(s_.unroll, whole) : 0);
+      if (skips.per_tap[size_t(k)].defined()) update = make_if(skips.per_tap[size_t(k)], update);
+      const ForKind kind = skips.unrolled[size_t(k)] ? ForKind::Unrolled : ForKind::Serial;
+      update = make_for(rvars[k], r[a].size, kind, update, 1, innermost ? std::max(s_.unroll, whole) : 0);
     }
 
     // write-back
@@ -753,6 +905,9 @@ class TiledNest {
   std::vector<Expr>* interior_conds_ = nullptr;  // set while building the interior version
   bool short_rows_ = false;  // building the fast body for a tile cut short on non-vector spatial axes
   bool peel_ = true;         // peel remainders of known size (see level())
+  bool peel_border_ = true;  // peel the border register tiles of padded axes (see level())
+  Expr padding_;             // see padding_condition()
+  std::vector<bool> padded_axes_;  // per axis: a spatial axis whose window reads padding
   int micro_kernels_ = 0;    // copies of the micro-kernel in the nest built last
 };
 
