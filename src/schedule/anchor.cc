@@ -63,7 +63,84 @@ Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
   return a;
 }
 
+// The source's padding condition (AnchorInfo::padding): the padded reads
+// replaced by their stages' definitions at the read's indices.
+Expr padding_condition(const AnchorInfo& info) {
+  if (!info.is_reduction) return Expr();
+  Expr inlined = transform(info.source, [&](const Expr& x) -> std::optional<Expr> {
+    for (const Access& acc : info.accesses) {
+      if (x.get() != acc.read.get() || !acc.guarded) continue;
+      const TensorNode* t = acc.tensor.get();
+      VarMap at;
+      for (size_t d = 0; d < t->axes.size(); ++d) at[t->axes[d].get()] = acc.indices[d];
+      return substitute(t->body, at);
+    }
+    return std::nullopt;
+  });
+  auto kept = identity_unless(inlined, info.reduce_op, reduce_identity(info.reduce_op, info.stage.dtype()));
+  return kept ? kept->first : Expr();
+}
+
+// The conjuncts of `padding` that bound one spatial and one reduction axis.
+std::vector<WindowBound> window_bounds(const AnchorInfo& info, const Expr& padding) {
+  std::vector<WindowBound> bounds;
+  if (!padding.defined()) return bounds;
+  for (const Expr& c : conjuncts(padding)) {
+    auto* cmp = c.get()->as<CompareNode>();
+    if (!cmp || !cmp->a.dtype().is_int() || cmp->op == CompareOp::EQ || cmp->op == CompareOp::NE) continue;
+    const Expr d = cmp->a - cmp->b;
+    WindowBound b;
+    b.op = cmp->op;
+    int spatial = 0, taps = 0;
+    bool affine = true;
+    VarMap zero;
+    for (int a = 0; a < info.num_axes(); ++a) {
+      zero[info.axes[a].get()] = make_int(0);
+      const std::optional<int64_t> k = linear_coeff(d, info.axes[a].get());
+      affine &= k.has_value();
+      if (!k || *k == 0) continue;
+      if (info.is_reduce_axis(a)) {
+        ++taps;
+        b.tap = a;
+        b.tap_coeff = *k;
+      } else {
+        ++spatial;
+        b.axis = a;
+        b.axis_coeff = *k;
+      }
+    }
+    const std::optional<int64_t> constant = substitute(d, zero).as_const_int();
+    if (!affine || spatial != 1 || taps != 1 || !constant) continue;
+    b.constant = *constant;
+    bounds.push_back(b);
+  }
+  return bounds;
+}
+
 }  // namespace
+
+std::optional<std::pair<Expr, Expr>> identity_unless(const Expr& source, ReduceOp op, const Expr& identity) {
+  if (auto* sel = source.get()->as<SelectNode>()) {
+    auto* other = sel->else_value.get()->as<FloatImmNode>();
+    auto* id = identity.get()->as<FloatImmNode>();
+    if (other && id && other->value == id->value) return std::pair{sel->cond, sel->then_value};
+    return std::nullopt;
+  }
+  auto* mul = source.get()->as<BinaryNode>();
+  if (op != ReduceOp::Sum || !mul || mul->op != BinaryOp::Mul) return std::nullopt;
+  if (auto a = identity_unless(mul->a, op, identity)) return std::pair{a->first, a->second * mul->b};
+  if (auto b = identity_unless(mul->b, op, identity)) return std::pair{b->first, mul->a * b->second};
+  return std::nullopt;
+}
+
+std::vector<Expr> conjuncts(const Expr& cond) {
+  if (auto* b = cond.get()->as<BinaryNode>(); b && b->op == BinaryOp::And) {
+    std::vector<Expr> x = conjuncts(b->a), y = conjuncts(b->b);
+    x.insert(x.end(), y.begin(), y.end());
+    return x;
+  }
+  return {cond};
+}
 
 AnchorInfo analyze_anchor(const Operator& op) {
   std::vector<te::Tensor> stages = compute_stages(op);
@@ -98,6 +175,9 @@ AnchorInfo analyze_anchor(const Operator& op) {
     }
     return true;
   });
+
+  info.padding = padding_condition(info);
+  info.window_bounds = window_bounds(info, info.padding);
 
   const int n = info.num_axes();
   info.output.tensor = info.stage;

@@ -106,6 +106,16 @@ struct Access {
   }
 };
 
+// One bound of a window's padding on a spatial axis and a tap (reduction)
+// axis: axis_coeff * x + tap_coeff * r + constant `op` 0, with x and r the
+// axes' values, holds where the window reads inside its input (x * stride
+// + r * dilation - pad >= 0, say). A step outside reads only padding.
+struct WindowBound {
+  int axis = 0, tap = 0;
+  int64_t axis_coeff = 0, tap_coeff = 0, constant = 0;
+  CompareOp op = CompareOp::GE;
+};
+
 struct AnchorInfo {
   te::Tensor stage;
   std::vector<Var> axes;       // spatial axes, then reduction axes
@@ -123,6 +133,13 @@ struct AnchorInfo {
   // An element-wise consumer reading the anchor only at the same point.
   te::Tensor consumer;         // undefined when none
   Expr flops;                  // of the whole operator
+  // Where the source combines something other than the reduction's
+  // identity, seen through the padded stages' definitions (a
+  // convolution's or a pool's padding), in the anchor's axes; undefined
+  // where every step may. Its conjuncts affine in one spatial and one
+  // reduction axis, with constant coefficients, as window bounds.
+  Expr padding;
+  std::vector<WindowBound> window_bounds;
 
   int num_axes() const { return int(axes.size()); }
   bool is_reduce_axis(int a) const { return a >= num_spatial; }
@@ -132,6 +149,15 @@ struct AnchorInfo {
   }
   static constexpr int64_t kDefaultPlanExtent = 256;
 };
+
+// The reduction's source as `value` where `cond` holds and its identity
+// elsewhere: a select whose other side is the identity (a padded read), or,
+// for a sum, a product with such a factor (zero times a weight). A step
+// whose condition fails then combines nothing and can be skipped.
+std::optional<std::pair<Expr, Expr>> identity_unless(const Expr& source, ReduceOp op, const Expr& identity);
+
+// The conjuncts of a condition: a && (b && c) as a, b, c.
+std::vector<Expr> conjuncts(const Expr& cond);
 
 // Finds the anchor of `op` and analyses its accesses.
 AnchorInfo analyze_anchor(const Operator& op);

@@ -117,6 +117,10 @@ struct StateData {
   // the factor: its copies share a sliding window's loads (lowering and the
   // model both rely on this).
   static constexpr int kWholeUnrollTrips = 4;
+  // Copies of a micro-kernel's tap loops lowering unrolls at most so that
+  // each element's padding test folds (lowering and the model both rely on
+  // this).
+  static constexpr int64_t kMaxUnrolledTapCopies = 16;
   int unroll = 1;
   boost::container::small_vector<int, 4> pack;  // per access: pack point, or -1
   bool fuse = false;                       // consumer computed in the write-back

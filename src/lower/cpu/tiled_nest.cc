@@ -33,33 +33,6 @@ Expr and_all(const std::vector<Expr>& conds) {
   return c;
 }
 
-std::vector<Expr> conjuncts(const Expr& c) {
-  if (auto* b = c.get()->as<BinaryNode>(); b && b->op == BinaryOp::And) {
-    std::vector<Expr> x = conjuncts(b->a), y = conjuncts(b->b);
-    x.insert(x.end(), y.begin(), y.end());
-    return x;
-  }
-  return {c};
-}
-
-// The reduction's source as `value` where `cond` holds and its identity
-// elsewhere: a select whose other side is the identity (a padded read), or,
-// for a sum, a product with such a factor (zero times a weight). A step
-// whose condition fails then combines nothing and can be skipped.
-std::optional<std::pair<Expr, Expr>> identity_unless(const Expr& source, ReduceOp op, const Expr& identity) {
-  if (auto* sel = source.get()->as<SelectNode>()) {
-    auto* other = sel->else_value.get()->as<FloatImmNode>();
-    auto* id = identity.get()->as<FloatImmNode>();
-    if (other && id && other->value == id->value) return std::pair{sel->cond, sel->then_value};
-    return std::nullopt;
-  }
-  auto* mul = source.get()->as<BinaryNode>();
-  if (op != ReduceOp::Sum || !mul || mul->op != BinaryOp::Mul) return std::nullopt;
-  if (auto a = identity_unless(mul->a, op, identity)) return std::pair{a->first, a->second * mul->b};
-  if (auto b = identity_unless(mul->b, op, identity)) return std::pair{b->first, mul->a * b->second};
-  return std::nullopt;
-}
-
 class TiledNest {
  public:
   explicit TiledNest(const TiledNestInputs& in)
@@ -69,19 +42,8 @@ class TiledNest {
     for (int a : s_.order[reg_])
       if (a != s_.vec_axis) element_order_.push_back(a);
     if (s_.vec_axis >= 0 && !an_.is_reduce_axis(s_.vec_axis)) element_order_.push_back(s_.vec_axis);
-    padding_ = padding_condition();
     padded_axes_.assign(size_t(an_.num_axes()), false);
-    if (padding_.defined())
-      for (const Expr& c : conjuncts(padding_)) {
-        auto* cmp = c.get()->as<CompareNode>();
-        if (!cmp || !cmp->a.dtype().is_int()) continue;
-        std::vector<int> moved;
-        for (int a = 0; a < an_.num_axes(); ++a)
-          if (linear_coeff(cmp->a - cmp->b, an_.axes[a].get()).value_or(1) != 0) moved.push_back(a);
-        if (std::none_of(moved.begin(), moved.end(), [&](int a) { return an_.is_reduce_axis(a); })) continue;
-        for (int a : moved)
-          if (!an_.is_reduce_axis(a)) padded_axes_[size_t(a)] = true;
-      }
+    for (const WindowBound& b : an_.window_bounds) padded_axes_[size_t(b.axis)] = true;
   }
 
   Stmt build() {
@@ -670,26 +632,6 @@ class TiledNest {
     return unique;
   }
 
-  // Where the anchor's source combines something other than the
-  // reduction's identity, seen through the padded stages' definitions (a
-  // convolution's or a pool's padding), in the anchor's axes; undefined
-  // where every step may.
-  Expr padding_condition() const {
-    if (!an_.is_reduction) return Expr();
-    Expr inlined = transform(an_.source, [&](const Expr& x) -> std::optional<Expr> {
-      for (const Access& acc : an_.accesses) {
-        if (x.get() != acc.read.get() || !acc.guarded) continue;
-        const TensorNode* t = acc.tensor.get();
-        VarMap at;
-        for (size_t d = 0; d < t->axes.size(); ++d) at[t->axes[d].get()] = acc.indices[d];
-        return substitute(t->body, at);
-      }
-      return std::nullopt;
-    });
-    auto kept = identity_unless(inlined, an_.reduce_op, reduce_identity(an_.reduce_op, an_.stage.dtype()));
-    return kept ? kept->first : Expr();
-  }
-
   // A step of the reduction that reads only padding for an element adds
   // nothing to it (a convolution's border taps). Where the padded data is
   // read from a buffer that holds its padding (packed or materialized), the
@@ -706,12 +648,11 @@ class TiledNest {
     std::vector<Expr> per_tap;   // per reduce_order_ entry, undefined: none
     std::vector<bool> unrolled;  // per reduce_order_ entry
   };
-  static constexpr int64_t kMaxUnrolledTapCopies = 16;
 
   PaddingSkips padding_skips(const std::vector<Region>& r, const std::vector<Expr>& e, const std::vector<Var>& rvars,
                              const Elements& el) const {
     PaddingSkips skips{Expr(), std::vector<Expr>(rvars.size()), std::vector<bool>(rvars.size(), false)};
-    if (!padding_.defined() || has_guards()) return skips;
+    if (!an_.padding.defined() || has_guards()) return skips;
     VarMap at, zero;
     for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + e[a];
     for (const auto& entry : ranges_) zero[entry.first] = make_int(0);
@@ -719,7 +660,7 @@ class TiledNest {
       return std::any_of(rvars.begin(), rvars.end(), [&](const Var& t) { return t.get() == v; });
     };
     int64_t copies = 1;
-    for (const Expr& c : conjuncts(padding_)) {
+    for (const Expr& c : conjuncts(an_.padding)) {
       auto* cmp = c.get()->as<CompareNode>();
       if (!cmp || !cmp->a.dtype().is_int() || cmp->op == CompareOp::EQ || cmp->op == CompareOp::NE) continue;
       const Expr d = substitute(cmp->a - cmp->b, at);
@@ -740,7 +681,7 @@ class TiledNest {
         known &= n.has_value();
         if (n && !skips.unrolled[t]) more *= *n;
       }
-      if (known && copies * more <= kMaxUnrolledTapCopies) {
+      if (known && copies * more <= StateData::kMaxUnrolledTapCopies) {
         copies *= more;
         for (size_t t : taps) skips.unrolled[t] = true;
         const Expr test = make_compare(cmp->op, d, make_int(0));
@@ -906,7 +847,6 @@ class TiledNest {
   bool short_rows_ = false;  // building the fast body for a tile cut short on non-vector spatial axes
   bool peel_ = true;         // peel remainders of known size (see level())
   bool peel_border_ = true;  // peel the border register tiles of padded axes (see level())
-  Expr padding_;             // see padding_condition()
   std::vector<bool> padded_axes_;  // per axis: a spatial axis whose window reads padding
   int micro_kernels_ = 0;    // copies of the micro-kernel in the nest built last
 };
