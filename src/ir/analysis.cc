@@ -87,6 +87,15 @@ bool uses_var(const Expr& e, const ExprNode* var) {
   return found;
 }
 
+std::vector<Expr> conjuncts(const Expr& cond) {
+  if (auto* b = cond.get()->as<BinaryNode>(); b && b->op == BinaryOp::And) {
+    std::vector<Expr> x = conjuncts(b->a), y = conjuncts(b->b);
+    x.insert(x.end(), y.begin(), y.end());
+    return x;
+  }
+  return {cond};
+}
+
 // Coefficient arithmetic that overflows (the strides of a tensor too large
 // to index) gives no known coefficient.
 std::optional<int64_t> linear_coeff(const Expr& e, const ExprNode* var) {

@@ -31,6 +31,9 @@ Expr substitute(const Expr& e, const VarMap& map);
 
 bool uses_var(const Expr& e, const ExprNode* var);
 
+// The conjuncts of a condition: a && (b && c) as a, b, c.
+std::vector<Expr> conjuncts(const Expr& cond);
+
 // The coefficient c such that e = c * var + (terms free of var), when e is
 // affine in var with a constant coefficient; nullopt otherwise.
 std::optional<int64_t> linear_coeff(const Expr& e, const ExprNode* var);

@@ -133,15 +133,6 @@ std::optional<std::pair<Expr, Expr>> identity_unless(const Expr& source, ReduceO
   return std::nullopt;
 }
 
-std::vector<Expr> conjuncts(const Expr& cond) {
-  if (auto* b = cond.get()->as<BinaryNode>(); b && b->op == BinaryOp::And) {
-    std::vector<Expr> x = conjuncts(b->a), y = conjuncts(b->b);
-    x.insert(x.end(), y.begin(), y.end());
-    return x;
-  }
-  return {cond};
-}
-
 AnchorInfo analyze_anchor(const Operator& op) {
   std::vector<te::Tensor> stages = compute_stages(op);
   std::vector<te::Tensor> reductions;

@@ -156,9 +156,6 @@ struct AnchorInfo {
 // whose condition fails then combines nothing and can be skipped.
 std::optional<std::pair<Expr, Expr>> identity_unless(const Expr& source, ReduceOp op, const Expr& identity);
 
-// The conjuncts of a condition: a && (b && c) as a, b, c.
-std::vector<Expr> conjuncts(const Expr& cond);
-
 // Finds the anchor of `op` and analyses its accesses.
 AnchorInfo analyze_anchor(const Operator& op);
 

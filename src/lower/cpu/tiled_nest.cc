@@ -644,6 +644,7 @@ class TiledNest {
   // it folds away. A test that depends on the tile's position at run time
   // skips a tap for the whole tile, where no element of it reads inside.
   struct PaddingSkips {
+    explicit PaddingSkips(size_t taps) : per_tap(taps), unrolled(taps, false) {}
     Expr per_element;            // undefined: none
     std::vector<Expr> per_tap;   // per reduce_order_ entry, undefined: none
     std::vector<bool> unrolled;  // per reduce_order_ entry
@@ -651,30 +652,38 @@ class TiledNest {
 
   PaddingSkips padding_skips(const std::vector<Region>& r, const std::vector<Expr>& e, const std::vector<Var>& rvars,
                              const Elements& el) const {
-    PaddingSkips skips{Expr(), std::vector<Expr>(rvars.size()), std::vector<bool>(rvars.size(), false)};
+    PaddingSkips skips(rvars.size());
     if (!an_.padding.defined() || has_guards()) return skips;
     VarMap at, zero;
     for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + e[a];
     for (const auto& entry : ranges_) zero[entry.first] = make_int(0);
-    auto is_tap = [&](const ExprNode* v) {
-      return std::any_of(rvars.begin(), rvars.end(), [&](const Var& t) { return t.get() == v; });
+    auto tap_of = [&](const ExprNode* v) -> std::optional<size_t> {
+      for (size_t t = 0; t < rvars.size(); ++t)
+        if (rvars[t].get() == v) return t;
+      return std::nullopt;
+    };
+    auto conjoin = [](Expr& all, const Expr& c) { all = all.defined() ? all && c : c; };
+    auto reads_elements = [&](const Expr& x, bool unrolled_ones) {
+      for (const auto& [var, extent, kind, lanes] : el.loops)
+        if (uses_var(x, var.get()) && (unrolled_ones || kind != ForKind::Unrolled)) return true;
+      return false;
     };
     int64_t copies = 1;
     for (const Expr& c : conjuncts(an_.padding)) {
       auto* cmp = c.get()->as<CompareNode>();
       if (!cmp || !cmp->a.dtype().is_int() || cmp->op == CompareOp::EQ || cmp->op == CompareOp::NE) continue;
+      // d op 0, affine in the micro-kernel's variables.
       const Expr d = substitute(cmp->a - cmp->b, at);
       std::vector<size_t> taps;
-      bool linear = true, known = substitute(d, zero).as_const_int().has_value();
+      bool affine = true;
       for (const auto& [var, range] : ranges_) {
         const std::optional<int64_t> k = linear_coeff(d, var);
-        linear &= k.has_value();
-        if (!k || *k == 0) continue;
-        for (size_t t = 0; t < rvars.size(); ++t)
-          if (rvars[t].get() == var) taps.push_back(t);
+        affine &= k.has_value();
+        if (k && *k != 0 && tap_of(var)) taps.push_back(*tap_of(var));
       }
-      if (!linear || taps.empty()) continue;
-      for (const auto& [var, extent, kind, lanes] : el.loops) known &= kind == ForKind::Unrolled || !uses_var(d, var.get());
+      if (!affine || taps.empty()) continue;
+      // Per element: the rest of the test is constant, its elements unrolled, its taps unrollable.
+      bool known = substitute(d, zero).as_const_int().has_value() && !reads_elements(d, false);
       int64_t more = 1;
       for (size_t t : taps) {
         const std::optional<int64_t> n = r[reduce_order_[t]].size.as_const_int();
@@ -684,23 +693,17 @@ class TiledNest {
       if (known && copies * more <= StateData::kMaxUnrolledTapCopies) {
         copies *= more;
         for (size_t t : taps) skips.unrolled[t] = true;
-        const Expr test = make_compare(cmp->op, d, make_int(0));
-        skips.per_element = skips.per_element.defined() ? skips.per_element && test : test;
+        conjoin(skips.per_element, make_compare(cmp->op, d, make_int(0)));
         continue;
       }
       if (taps.size() != 1) continue;
-      // Some element of the tile reads inside: the test at the element that
-      // comes closest to passing it.
+      // Per tap: the test at the element of the tile that comes closest to passing it.
       const bool above = cmp->op == CompareOp::GE || cmp->op == CompareOp::GT;
       VarMap extreme;
       for (const auto& [var, range] : ranges_)
-        if (!is_tap(var)) extreme[var] = (*linear_coeff(d, var) > 0) == above ? range.second : range.first;
+        if (!tap_of(var)) extreme[var] = (*linear_coeff(d, var) > 0) == above ? range.second : range.first;
       const Expr some = make_compare(cmp->op, substitute(d, extreme), make_int(0));
-      bool outside_elements = true;  // it sits outside the element loops
-      for (const auto& loop : el.loops) outside_elements &= !uses_var(some, std::get<0>(loop).get());
-      if (!outside_elements) continue;
-      Expr& test = skips.per_tap[taps[0]];
-      test = test.defined() ? test && some : some;
+      if (!reads_elements(some, true)) conjoin(skips.per_tap[taps[0]], some);  // it sits outside their loops
     }
     return skips;
   }
@@ -768,7 +771,7 @@ class TiledNest {
       return combine_into(lane, source_at(r, at));
     };
     Stmt update;
-    PaddingSkips skips{Expr(), std::vector<Expr>(rvars.size()), std::vector<bool>(rvars.size(), false)};
+    PaddingSkips skips(rvars.size());
     if (rv < 0 && fast && !interior_conds_ && has_guards()) {
       // The guarded version still proves guards per reduction step: with
       // the reduction variables fixed, the tile's elements often all lie
