@@ -531,31 +531,6 @@ void for_each_register_block(const StateData& s, const AnchorInfo& an, const Sma
   visit(visit, 0, 1.0);
 }
 
-// The taps [first, last] along a window bound's tap axis that read inside
-// at position `x` of its spatial axis, narrowed by `b`.
-void narrow_taps(const WindowBound& b, int64_t x, int64_t& first, int64_t& last) {
-  // axis_coeff * x + tap_coeff * r + constant op 0, written k * r + rest op' 0 with k > 0.
-  const bool flip = b.tap_coeff < 0;
-  const int64_t k = std::abs(b.tap_coeff), rest = (b.axis_coeff * x + b.constant) * (flip ? -1 : 1);
-  auto mirrored = [](CompareOp op) {
-    switch (op) {
-      case CompareOp::GE: return CompareOp::LE;
-      case CompareOp::GT: return CompareOp::LT;
-      case CompareOp::LE: return CompareOp::GE;
-      case CompareOp::LT: return CompareOp::GT;
-      default: return op;
-    }
-  };
-  auto floor_div = [](int64_t a, int64_t d) { return a >= 0 ? a / d : -((-a + d - 1) / d); };
-  switch (flip ? mirrored(b.op) : b.op) {
-    case CompareOp::GE: first = std::max(first, -floor_div(rest, k)); break;
-    case CompareOp::GT: first = std::max(first, floor_div(-rest, k) + 1); break;
-    case CompareOp::LE: last = std::min(last, floor_div(-rest, k)); break;
-    case CompareOp::LT: last = std::min(last, -floor_div(rest, k) - 1); break;
-    default: break;
-  }
-}
-
 // The share of the reduction's steps the micro-kernel runs where it skips
 // those that read only padding (lower/cpu/tiled_nest.cc, padding_skips),
 // which it does where every padded read comes from a buffer holding the
@@ -567,44 +542,34 @@ void narrow_taps(const WindowBound& b, int64_t x, int64_t& first, int64_t& last)
 // axes' bounds are independent (a window's rows and its columns): their
 // shares multiply.
 double executed_share(const StateData& s, const AnchorInfo& an) {
-  if (an.window_bounds.empty() || s.target != TargetKind::Cpu) return 1;
+  if (an.padded_axes.empty() || s.target != TargetKind::Cpu) return 1;
   for (size_t i = 0; i < an.accesses.size(); ++i)
     if (s.reads_through_guard(an, i) && s.pack[i] < 0) return 1;
   const int reg = s.reg_level();
   double share = 1;
   int64_t copies = 1;  // of the unrolled tap loops
-  for (int a = 0; a < an.num_spatial; ++a) {
-    int tap = -1;
-    bool one_tap = true;
-    for (const WindowBound& b : an.window_bounds)
-      if (b.axis == a) {
-        one_tap &= tap < 0 || tap == b.tap;
-        tap = b.tap;
-      }
-    const int64_t E = an.const_extent[size_t(a)], K = tap >= 0 ? an.const_extent[size_t(tap)] : 0;
-    if (tap < 0 || !one_tap || E <= 0 || K <= 0) continue;
-    const int64_t R = std::min(E, s.tile[reg][a]);
+  for (const PaddedAxis& p : an.padded_axes) {
+    const int64_t E = int64_t(p.taps.size()), K = an.const_extent[size_t(p.tap)];
+    const int64_t R = std::min(E, s.tile[reg][p.axis]);
     bool one_region = true;
-    for (int l = 0; l < reg; ++l) one_region &= s.tile[l][a] >= E;
-    const bool fixed = s.tile[reg - 1][tap] >= K && copies * K <= StateData::kMaxUnrolledTapCopies;
-    if (fixed && one_region) copies *= K;
-    double executed = 0;
+    for (int l = 0; l < reg; ++l) one_region &= s.tile[l][p.axis] >= E;
+    const bool fixed = one_region && s.tile[reg - 1][p.tap] >= K && copies * K <= StateData::kMaxUnrolledTapCopies;
+    if (fixed) copies *= K;
+    int64_t executed = 0;
     for (int64_t x0 = 0; x0 < E; x0 += R) {
       const int64_t n = std::min(R, E - x0);
-      const bool exact = R == 1 || (fixed && one_region && (x0 == 0 || x0 + R >= E));
+      const bool exact = R == 1 || (fixed && (x0 == 0 || x0 + R >= E));
       int64_t lo = K, hi = -1, own = 0;
       for (int64_t x = x0; x < x0 + n; ++x) {
-        int64_t first = 0, last = K - 1;
-        for (const WindowBound& b : an.window_bounds)
-          if (b.axis == a) narrow_taps(b, x, first, last);
+        const auto [first, last] = p.taps[size_t(x)];
         if (first > last) continue;
         own += last - first + 1;
         lo = std::min(lo, first);
         hi = std::max(hi, last);
       }
-      executed += exact ? double(own) : double(n) * double(std::max<int64_t>(0, hi - lo + 1));
+      executed += exact ? own : n * std::max<int64_t>(0, hi - lo + 1);
     }
-    share *= executed / double(E * K);
+    share *= double(executed) / double(E * K);
   }
   return share;
 }

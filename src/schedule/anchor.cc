@@ -1,5 +1,8 @@
 #include "schedule/anchor.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "ir/analysis.h"
 #include "schedule/schedule.h"
 
@@ -117,6 +120,61 @@ std::vector<WindowBound> window_bounds(const AnchorInfo& info, const Expr& paddi
   return bounds;
 }
 
+// The taps [first, last] along a window bound's tap axis that read inside
+// at position `x` of its spatial axis, narrowed by `b`.
+void narrow_taps(const WindowBound& b, int64_t x, int64_t& first, int64_t& last) {
+  // axis_coeff * x + tap_coeff * r + constant op 0, written k * r + rest op' 0 with k > 0.
+  const bool flip = b.tap_coeff < 0;
+  const int64_t k = std::abs(b.tap_coeff), rest = (b.axis_coeff * x + b.constant) * (flip ? -1 : 1);
+  auto mirrored = [](CompareOp op) {
+    switch (op) {
+      case CompareOp::GE: return CompareOp::LE;
+      case CompareOp::GT: return CompareOp::LT;
+      case CompareOp::LE: return CompareOp::GE;
+      case CompareOp::LT: return CompareOp::GT;
+      default: return op;
+    }
+  };
+  auto floor_div = [](int64_t a, int64_t d) { return a >= 0 ? a / d : -((-a + d - 1) / d); };
+  switch (flip ? mirrored(b.op) : b.op) {
+    case CompareOp::GE: first = std::max(first, -floor_div(rest, k)); break;
+    case CompareOp::GT: first = std::max(first, floor_div(-rest, k) + 1); break;
+    case CompareOp::LE: last = std::min(last, floor_div(-rest, k)); break;
+    case CompareOp::LT: last = std::min(last, -floor_div(rest, k) - 1); break;
+    default: break;
+  }
+}
+
+// The window bounds tabulated per position of each padded axis (the
+// analytic model reads them for every state it weighs), up to a bound on
+// the table.
+constexpr int64_t kMaxTabulatedPositions = 1 << 14;
+std::vector<PaddedAxis> padded_axes(const AnchorInfo& info) {
+  std::vector<PaddedAxis> axes;
+  for (int a = 0; a < info.num_spatial; ++a) {
+    PaddedAxis p;
+    p.axis = a;
+    p.tap = -1;
+    bool one_tap = true;
+    for (const WindowBound& b : info.window_bounds)
+      if (b.axis == a) {
+        one_tap &= p.tap < 0 || p.tap == b.tap;
+        p.tap = b.tap;
+      }
+    if (p.tap < 0 || !one_tap) continue;
+    const int64_t E = info.const_extent[size_t(a)], K = info.const_extent[size_t(p.tap)];
+    if (E <= 0 || K <= 0 || E > kMaxTabulatedPositions) continue;  // the model then charges every step
+    for (int64_t x = 0; x < E; ++x) {
+      int64_t first = 0, last = K - 1;
+      for (const WindowBound& b : info.window_bounds)
+        if (b.axis == a) narrow_taps(b, x, first, last);
+      p.taps.push_back({first, last});
+    }
+    axes.push_back(std::move(p));
+  }
+  return axes;
+}
+
 }  // namespace
 
 std::optional<std::pair<Expr, Expr>> identity_unless(const Expr& source, ReduceOp op, const Expr& identity) {
@@ -169,6 +227,7 @@ AnchorInfo analyze_anchor(const Operator& op) {
 
   info.padding = padding_condition(info);
   info.window_bounds = window_bounds(info, info.padding);
+  info.padded_axes = padded_axes(info);
 
   const int n = info.num_axes();
   info.output.tensor = info.stage;

@@ -116,6 +116,14 @@ struct WindowBound {
   CompareOp op = CompareOp::GE;
 };
 
+// A spatial axis of constant extent whose window is bounded by padding
+// along one tap axis of constant extent: per position, the taps
+// [first, last] that read inside (first > last: none).
+struct PaddedAxis {
+  int axis = 0, tap = 0;
+  std::vector<std::pair<int64_t, int64_t>> taps;
+};
+
 struct AnchorInfo {
   te::Tensor stage;
   std::vector<Var> axes;       // spatial axes, then reduction axes
@@ -140,6 +148,7 @@ struct AnchorInfo {
   // reduction axis, with constant coefficients, as window bounds.
   Expr padding;
   std::vector<WindowBound> window_bounds;
+  std::vector<PaddedAxis> padded_axes;  // from the window bounds
 
   int num_axes() const { return int(axes.size()); }
   bool is_reduce_axis(int a) const { return a >= num_spatial; }

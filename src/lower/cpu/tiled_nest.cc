@@ -42,8 +42,6 @@ class TiledNest {
     for (int a : s_.order[reg_])
       if (a != s_.vec_axis) element_order_.push_back(a);
     if (s_.vec_axis >= 0 && !an_.is_reduce_axis(s_.vec_axis)) element_order_.push_back(s_.vec_axis);
-    padded_axes_.assign(size_t(an_.num_axes()), false);
-    for (const WindowBound& b : an_.window_bounds) padded_axes_[size_t(b.axis)] = true;
   }
 
   Stmt build() {
@@ -208,8 +206,10 @@ class TiledNest {
   // its tiles hold several elements (a tile of one skips exactly at run
   // time) and the region they cut has a fixed position.
   bool peels_border(int l, int a, const Region& region, int64_t T) const {
-    if (!peel_ || !peel_border_ || l != reg_ || !padded_axes_[size_t(a)] || T <= 1 || has_guards()) return false;
-    return region.const_size && *region.const_size > T && region.base.as_const_int();
+    if (!peel_ || !peel_border_ || l != reg_ || T <= 1 || has_guards()) return false;
+    const bool padded = std::any_of(an_.padded_axes.begin(), an_.padded_axes.end(),
+                                    [&](const PaddedAxis& p) { return p.axis == a; });
+    return padded && region.const_size && *region.const_size > T && region.base.as_const_int();
   }
 
   // --- packing -------------------------------------------------------
@@ -850,7 +850,6 @@ class TiledNest {
   bool short_rows_ = false;  // building the fast body for a tile cut short on non-vector spatial axes
   bool peel_ = true;         // peel remainders of known size (see level())
   bool peel_border_ = true;  // peel the border register tiles of padded axes (see level())
-  std::vector<bool> padded_axes_;  // per axis: a spatial axis whose window reads padding
   int micro_kernels_ = 0;    // copies of the micro-kernel in the nest built last
 };
 
