@@ -535,10 +535,11 @@ void for_each_register_block(const StateData& s, const AnchorInfo& an, const Sma
 // those that read only padding (lower/cpu/tiled_nest.cc, padding_skips),
 // which it does where every padded read comes from a buffer holding the
 // padding. Along each padded axis: each element's own taps where the
-// tile's position and the taps are known at compile time (the border tiles
-// of an axis cut into one region, their taps whole in the micro-kernel and
-// unrolled within the copies lowering allows; a tile of one element at run
-// time), else, per tile, every tap some element of it reads inside. The
+// tile's position and the taps are known at compile time (a tile spanning
+// the axis, or the peeled remainder of an axis cut into one region, their
+// taps whole in the micro-kernel and unrolled within the copies lowering
+// allows; a tile of one element at run time), else, per tile, every tap
+// some element of it reads inside. The
 // axes' bounds are independent (a window's rows and its columns): their
 // shares multiply.
 double executed_share(const StateData& s, const AnchorInfo& an) {
@@ -558,7 +559,7 @@ double executed_share(const StateData& s, const AnchorInfo& an) {
     int64_t executed = 0;
     for (int64_t x0 = 0; x0 < E; x0 += R) {
       const int64_t n = std::min(R, E - x0);
-      const bool exact = R == 1 || (fixed && (x0 == 0 || x0 + R >= E));
+      const bool exact = R == 1 || (fixed && (n < R || R == E));  // one element, a remainder, the whole axis
       int64_t lo = K, hi = -1, own = 0;
       for (int64_t x = x0; x < x0 + n; ++x) {
         const auto [first, last] = p.taps[size_t(x)];

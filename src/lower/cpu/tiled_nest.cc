@@ -70,14 +70,9 @@ class TiledNest {
     }
     Stmt body = tiles(r, counts, tile_of);
     if (micro_kernels_ > kMaxMicroKernelCopies) {
-      // Too many peeled copies (border tiles and remainders along several
-      // axes and levels): compile time is bounded before speed. The border
-      // tiles go first (they skip padding at run time, a tap for a whole
-      // tile), then the remainders run as tiles cut short at run time.
-      peel_border_ = false;
-      body = tiles(r, counts, tile_of);
-    }
-    if (micro_kernels_ > kMaxMicroKernelCopies) {
+      // Too many peeled copies (remainders along several axes and levels):
+      // compile time is bounded before speed, the remainders run as tiles
+      // cut short at run time.
       peel_ = false;
       body = tiles(r, counts, tile_of);
     }
@@ -158,22 +153,6 @@ class TiledNest {
     std::string name = "t";
     name += std::to_string(l) + "_" + an_.axes[a].name();
     Var t(name);
-    if (peels_border(l, a, r[a], T)) {
-      // The first and the last register tile reach the padding: each runs
-      // at its fixed position, where skipping it is decided per element at
-      // compile time (padding_skips); the tiles between run in a loop.
-      const int64_t size = *r[a].const_size, tiles = (size + T - 1) / T;
-      std::vector<Region> first = r, middle = r, last = r;
-      first[a] = sized(cut(r[a], make_int(0), T), T);
-      seq.push_back(level(l, pos + 1, first));
-      if (tiles > 2) {
-        middle[a] = sized(cut(r[a], Expr(t) + 1, T), T);
-        seq.push_back(make_for(t, make_int(tiles - 2), ForKind::Serial, level(l, pos + 1, middle)));
-      }
-      last[a] = sized(cut(r[a], make_int(tiles - 1), T), size - (tiles - 1) * T);
-      seq.push_back(level(l, pos + 1, last));
-      return make_seq(seq);
-    }
     if (peels_remainder(l, a, r[a], T)) {
       // Full tiles, then the last one with its constant size: the
       // micro-kernel stays unrolled, the last vector narrower.
@@ -199,17 +178,6 @@ class TiledNest {
     if (a >= an_.num_spatial || !region.const_size || *region.const_size <= T || *region.const_size % T == 0)
       return false;
     return peel_ && (l == reg_ || (a == s_.vec_axis && s_.vec_width > 1));
-  }
-
-  // Whether the loop over register tiles along spatial axis `a` runs its
-  // first and last tile apart (see level()): the axis reads a padded window,
-  // its tiles hold several elements (a tile of one skips exactly at run
-  // time) and the region they cut has a fixed position.
-  bool peels_border(int l, int a, const Region& region, int64_t T) const {
-    if (!peel_ || !peel_border_ || l != reg_ || T <= 1 || has_guards()) return false;
-    const bool padded = std::any_of(an_.padded_axes.begin(), an_.padded_axes.end(),
-                                    [&](const PaddedAxis& p) { return p.axis == a; });
-    return padded && region.const_size && *region.const_size > T && region.base.as_const_int();
   }
 
   // --- packing -------------------------------------------------------
@@ -849,7 +817,6 @@ class TiledNest {
   std::vector<Expr>* interior_conds_ = nullptr;  // set while building the interior version
   bool short_rows_ = false;  // building the fast body for a tile cut short on non-vector spatial axes
   bool peel_ = true;         // peel remainders of known size (see level())
-  bool peel_border_ = true;  // peel the border register tiles of padded axes (see level())
   int micro_kernels_ = 0;    // copies of the micro-kernel in the nest built last
 };
 
