@@ -539,9 +539,8 @@ void for_each_register_block(const StateData& s, const AnchorInfo& an, const Sma
 // the axis, or the peeled remainder of an axis cut into one region, their
 // taps whole in the micro-kernel and unrolled within the copies lowering
 // allows; a tile of one element at run time), else, per tile, every tap
-// some element of it reads inside. The
-// axes' bounds are independent (a window's rows and its columns): their
-// shares multiply.
+// some element of it reads inside. The axes' bounds are independent (a
+// window's rows and its columns): their shares multiply.
 double executed_share(const StateData& s, const AnchorInfo& an) {
   if (an.padded_axes.empty() || s.target != TargetKind::Cpu) return 1;
   for (size_t i = 0; i < an.accesses.size(); ++i)

@@ -66,6 +66,16 @@ Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
   return a;
 }
 
+// One bound of a window's padding on a spatial axis and a tap (reduction)
+// axis: axis_coeff * x + tap_coeff * r + constant `op` 0, with x and r the
+// axes' values, holds where the window reads inside its input (x * stride
+// + r * dilation - pad >= 0, say). A step outside reads only padding.
+struct WindowBound {
+  int axis = 0, tap = 0;
+  int64_t axis_coeff = 0, tap_coeff = 0, constant = 0;
+  CompareOp op = CompareOp::GE;
+};
+
 // The source's padding condition (AnchorInfo::padding): the padded reads
 // replaced by their stages' definitions at the read's indices.
 Expr padding_condition(const AnchorInfo& info) {
@@ -84,11 +94,12 @@ Expr padding_condition(const AnchorInfo& info) {
   return kept ? kept->first : Expr();
 }
 
-// The conjuncts of `padding` that bound one spatial and one reduction axis.
-std::vector<WindowBound> window_bounds(const AnchorInfo& info, const Expr& padding) {
+// The conjuncts of the padding condition that bound one spatial and one
+// reduction axis.
+std::vector<WindowBound> window_bounds(const AnchorInfo& info) {
   std::vector<WindowBound> bounds;
-  if (!padding.defined()) return bounds;
-  for (const Expr& c : conjuncts(padding)) {
+  if (!info.padding.defined()) return bounds;
+  for (const Expr& c : conjuncts(info.padding)) {
     auto* cmp = c.get()->as<CompareNode>();
     if (!cmp || !cmp->a.dtype().is_int() || cmp->op == CompareOp::EQ || cmp->op == CompareOp::NE) continue;
     const Expr d = cmp->a - cmp->b;
@@ -150,13 +161,14 @@ void narrow_taps(const WindowBound& b, int64_t x, int64_t& first, int64_t& last)
 // the table.
 constexpr int64_t kMaxTabulatedPositions = 1 << 14;
 std::vector<PaddedAxis> padded_axes(const AnchorInfo& info) {
+  const std::vector<WindowBound> bounds = window_bounds(info);
   std::vector<PaddedAxis> axes;
   for (int a = 0; a < info.num_spatial; ++a) {
     PaddedAxis p;
     p.axis = a;
     p.tap = -1;
     bool one_tap = true;
-    for (const WindowBound& b : info.window_bounds)
+    for (const WindowBound& b : bounds)
       if (b.axis == a) {
         one_tap &= p.tap < 0 || p.tap == b.tap;
         p.tap = b.tap;
@@ -166,7 +178,7 @@ std::vector<PaddedAxis> padded_axes(const AnchorInfo& info) {
     if (E <= 0 || K <= 0 || E > kMaxTabulatedPositions) continue;  // the model then charges every step
     for (int64_t x = 0; x < E; ++x) {
       int64_t first = 0, last = K - 1;
-      for (const WindowBound& b : info.window_bounds)
+      for (const WindowBound& b : bounds)
         if (b.axis == a) narrow_taps(b, x, first, last);
       p.taps.push_back({first, last});
     }
@@ -226,7 +238,6 @@ AnchorInfo analyze_anchor(const Operator& op) {
   });
 
   info.padding = padding_condition(info);
-  info.window_bounds = window_bounds(info, info.padding);
   info.padded_axes = padded_axes(info);
 
   const int n = info.num_axes();

@@ -106,16 +106,6 @@ struct Access {
   }
 };
 
-// One bound of a window's padding on a spatial axis and a tap (reduction)
-// axis: axis_coeff * x + tap_coeff * r + constant `op` 0, with x and r the
-// axes' values, holds where the window reads inside its input (x * stride
-// + r * dilation - pad >= 0, say). A step outside reads only padding.
-struct WindowBound {
-  int axis = 0, tap = 0;
-  int64_t axis_coeff = 0, tap_coeff = 0, constant = 0;
-  CompareOp op = CompareOp::GE;
-};
-
 // A spatial axis of constant extent whose window is bounded by padding
 // along one tap axis of constant extent: per position, the taps
 // [first, last] that read inside (first > last: none).
@@ -144,11 +134,11 @@ struct AnchorInfo {
   // Where the source combines something other than the reduction's
   // identity, seen through the padded stages' definitions (a
   // convolution's or a pool's padding), in the anchor's axes; undefined
-  // where every step may. Its conjuncts affine in one spatial and one
-  // reduction axis, with constant coefficients, as window bounds.
+  // where every step may.
   Expr padding;
-  std::vector<WindowBound> window_bounds;
-  std::vector<PaddedAxis> padded_axes;  // from the window bounds
+  // Its bounds on single spatial axes, from the conjuncts affine in one
+  // spatial and one reduction axis with constant coefficients.
+  std::vector<PaddedAxis> padded_axes;
 
   int num_axes() const { return int(axes.size()); }
   bool is_reduce_axis(int a) const { return a >= num_spatial; }

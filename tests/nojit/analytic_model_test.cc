@@ -599,7 +599,9 @@ TEST(AnalyticModel, SkippedPaddingTapsCostNothing) {
                                                        {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}}),
                               hw, 1);
   const AnchorInfo& an = *task.anchor;
-  ASSERT_EQ(an.window_bounds.size(), 4u);  // a lower and an upper bound per spatial axis
+  ASSERT_EQ(an.padded_axes.size(), 2u);  // rows and columns, each bounded below and above
+  EXPECT_EQ(an.padded_axes[0].taps.front(), std::make_pair(int64_t(1), int64_t(2)));  // the first row's taps
+  EXPECT_EQ(an.padded_axes[0].taps.back(), std::make_pair(int64_t(0), int64_t(1)));   // the last row's
   std::string steps = "vectorize 3 8\n";
   for (int i = 1; i < 9; ++i) steps += "tile_grow 3 1\n";
   const State guarded = replay(an, hw, parse_steps(steps));
