@@ -23,6 +23,10 @@
 // conditions, over the whole register tile and again per reduction step;
 // where the proof holds the guard is dropped (the interior), elsewhere it
 // stays (border tiles, where codegen blends clamped speculative loads).
+// Where the padded data comes from a buffer that holds the padding (packed
+// or materialized), the steps that read only padding are skipped: per
+// element where the tile's position is fixed at compile time, per tap for a
+// whole tile elsewhere.
 #pragma once
 
 #include <functional>
