@@ -39,6 +39,15 @@ const char* to_string(CompareOp op) {
   static const char* names[] = {"<", "<=", ">", ">=", "==", "!="};
   return names[static_cast<int>(op)];
 }
+CompareOp mirrored(CompareOp op) {
+  switch (op) {
+    case CompareOp::LT: return CompareOp::GT;
+    case CompareOp::LE: return CompareOp::GE;
+    case CompareOp::GT: return CompareOp::LT;
+    case CompareOp::GE: return CompareOp::LE;
+    default: return op;
+  }
+}
 const char* to_string(ReduceOp op) {
   static const char* names[] = {"sum", "max", "min"};
   return names[static_cast<int>(op)];

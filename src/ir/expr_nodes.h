@@ -30,6 +30,8 @@ const char* to_string(BinaryOp op);
 const char* to_string(UnaryOp op);
 const char* to_string(CompareOp op);
 const char* to_string(ReduceOp op);
+// The comparison with its operands swapped: a < b as b > a.
+CompareOp mirrored(CompareOp op);
 
 struct ExprNode {
   ExprNode(ExprKind k, DType t) : kind(k), dtype(t) {}

@@ -113,17 +113,8 @@ Ranges narrowed(const Expr& cond, Ranges ranges) {
       default: break;
     }
   };
-  auto flip = [](CompareOp op) {
-    switch (op) {
-      case CompareOp::LT: return CompareOp::GT;
-      case CompareOp::LE: return CompareOp::GE;
-      case CompareOp::GT: return CompareOp::LT;
-      case CompareOp::GE: return CompareOp::LE;
-      default: return op;
-    }
-  };
   narrow(c->a, c->op, c->b);
-  narrow(c->b, flip(c->op), c->a);
+  narrow(c->b, mirrored(c->op), c->a);
   return ranges;
 }
 

@@ -137,16 +137,7 @@ void narrow_taps(const WindowBound& b, int64_t x, int64_t& first, int64_t& last)
   // axis_coeff * x + tap_coeff * r + constant op 0, written k * r + rest op' 0 with k > 0.
   const bool flip = b.tap_coeff < 0;
   const int64_t k = std::abs(b.tap_coeff), rest = (b.axis_coeff * x + b.constant) * (flip ? -1 : 1);
-  auto mirrored = [](CompareOp op) {
-    switch (op) {
-      case CompareOp::GE: return CompareOp::LE;
-      case CompareOp::GT: return CompareOp::LT;
-      case CompareOp::LE: return CompareOp::GE;
-      case CompareOp::LT: return CompareOp::GT;
-      default: return op;
-    }
-  };
-  auto floor_div = [](int64_t a, int64_t d) { return a >= 0 ? a / d : -((-a + d - 1) / d); };
+  auto floor_div = [](int64_t a, int64_t d) { return apply_int_op(BinaryOp::Div, a, d); };
   switch (flip ? mirrored(b.op) : b.op) {
     case CompareOp::GE: first = std::max(first, -floor_div(rest, k)); break;
     case CompareOp::GT: first = std::max(first, floor_div(-rest, k) + 1); break;
