@@ -142,6 +142,14 @@ struct AnchorInfo {
 
   int num_axes() const { return int(axes.size()); }
   bool is_reduce_axis(int a) const { return a >= num_spatial; }
+  // Whether reduction axis `a` steps over a window's taps: some access's
+  // index moves with it and with a spatial axis (kh in oh * stride + kh).
+  bool is_window_tap(int a) const {
+    for (const Access& x : accesses)
+      for (int s = 0; s < num_spatial; ++s)
+        if (x.slides_with(s, a)) return true;
+    return false;
+  }
   // The extent to plan with: constant, or a planning guess for symbolic axes.
   int64_t plan_extent(int a) const {
     return const_extent[a] > 0 ? const_extent[a] : planned.empty() ? kDefaultPlanExtent : planned[a];

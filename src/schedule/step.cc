@@ -26,6 +26,27 @@ int64_t parent_tile(const StateData& s, const AnchorInfo& anchor, int level, int
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
+// The divisors of n, ascending.
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> low, high;
+  for (int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d * d != n) high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+// Whether ascending divisors leave a gap of more than kPartialLadderStep
+// between neighbours: too coarse a ladder of tiles for a cache level.
+constexpr int64_t kPartialLadderStep = 8;
+bool sparse(const std::vector<int64_t>& ascending) {
+  for (size_t i = 1; i < ascending.size(); ++i)
+    if (ascending[i] > ascending[i - 1] * kPartialLadderStep) return true;
+  return false;
+}
+
 // After a register tile changed on `axis`, each outer level moves to the
 // multiple of its inner tile nearest to its size (so cache blocks keep their
 // footprint), or to the extent rounded up to it where it covered the axis;
@@ -73,19 +94,32 @@ Reason tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, bool 
     return {};
   }
   if (level == s.reg_level() && s.target == TargetKind::Cpu) return register_tile_change(s, anchor, axis, grow);
+  // A CPU reduction axis is one level-0 tile; its outermost cache tiles may
+  // leave a partial last one, as spatial axes' do (the level-0 tile follows
+  // as the extent rounded up to them), where the extent's divisors are too
+  // sparse to block it: a prime count of steps (K = 771 = 3 x 257) then
+  // still has blocks between a few steps and all of them. A window's taps
+  // keep whole tiles (their loops are unrolled whole, and skip the padding
+  // per tap).
+  const bool reduction_outer = s.target == TargetKind::Cpu && level == 1 && anchor.is_reduce_axis(axis) &&
+                               !anchor.is_window_tap(axis);
+  const int64_t extent = reduction_outer ? anchor.plan_extent(axis) : parent;
+  if (!reduction_outer && parent % child) return {"the parent tile is not a multiple of the inner tile"};
   // Inner levels take the sizes child * d for the divisors d of parent / child.
-  const int64_t limit = parent;
-  if (limit % child) return {"the parent tile is not a multiple of the inner tile"};
-  const int64_t q = limit / child;
+  const int64_t q = (extent + child - 1) / child;
+  std::vector<int64_t> counts = divisors(q);
+  const bool partial_last = reduction_outer && (extent % child || sparse(counts));
+  if (partial_last)
+    for (const int64_t d : divisors(round_up(q, kPartialLadderStep)))
+      if (d < q) counts.push_back(d);
   int64_t best = 0;
-  for (int64_t d = 1; d * d <= q; ++d) {
-    if (q % d) continue;
-    for (int64_t size : {child * d, child * (q / d)}) {
-      if (grow ? size > cur && (!best || size < best) : size < cur && size > best) best = size;
-    }
+  for (const int64_t d : counts) {
+    const int64_t size = child * d;
+    if (grow ? size > cur && (!best || size < best) : size < cur && size > best) best = size;
   }
   if (!best) return {grow ? "no larger tile divides the parent tile" : "no smaller tile is a multiple of the inner tile"};
   s.tile[level][axis] = best;
+  if (reduction_outer) s.tile[0][axis] = round_up(extent, best);
   return {};
 }
 

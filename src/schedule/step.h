@@ -19,8 +19,9 @@ namespace loom {
 // would rebuild another state than the one measured. 2: CPU register tiles
 // step by one row or vector, outer tiles following (was: divisors). 3: steps
 // name the axes of the collapsed operator (collapse_axes.h), fewer where
-// pixels merge.
-constexpr int kStepsVersion = 3;
+// pixels merge. 4: a CPU reduction axis's outermost cache tiles may leave a
+// partial last tile (were: divisors of the extent).
+constexpr int kStepsVersion = 4;
 
 struct StateData;
 struct AnchorInfo;

@@ -427,6 +427,62 @@ TEST(States, RegisterTilesStepByOneAndOuterTilesFollow) {
   EXPECT_NE(wider.why().find("vector registers"), std::string::npos) << wider.why();
 }
 
+// A reduction whose length has sparse divisors (97 is prime) is still
+// blocked at the outermost cache level, with a partial last block; that block
+// is peeled, so the micro-kernel's reduction loop keeps a constant trip count
+// in the others. Lengths with dense divisors, and a window's taps (11 is
+// prime too), keep blocks that divide them.
+TEST(States, ReductionsOfPrimeLengthAreBlockedWithAPartialLastBlock) {
+  HwSpec hw = load_hwspec("haswell_avx2");
+  auto reduction_state = [&](const Operator& op, int axis, const std::vector<StepKind>& shrink_then_grow) {
+    const Task task = make_task(op, hw, 1);
+    State s = initial_state(*task.anchor, hw);
+    for (int level : {2, 1}) {  // the inner cache's tile to one step, then the outer cache's shrinks once
+      StepResult r = apply_step(*s, {shrink_then_grow[0], level, axis}, *task.anchor, hw);
+      EXPECT_TRUE(r) << r.why();
+      if (r) s = r.state;
+    }
+    for (size_t i = 1; i < shrink_then_grow.size(); ++i) {
+      StepResult r = apply_step(*s, {shrink_then_grow[i], 2, axis}, *task.anchor, hw);
+      EXPECT_TRUE(r) << r.why();
+      if (r) s = r.state;
+    }
+    EXPECT_EQ(check_legal(*s, *task.anchor, hw), "") << s->str();
+    return std::make_pair(task, s);
+  };
+  const StepKind shrink = StepKind::TileShrink, grow = StepKind::TileGrow;
+  {
+    const Operator op = make_operator("matmul", {{"M", "5"}, {"N", "37"}, {"K", "97"}});
+    const auto [task, s] = reduction_state(op, 2, {shrink, grow, grow});
+    EXPECT_EQ(s->tile[1][2], 52) << s->str();  // blocks of 52 (a divisor of 104): 97 = 52 + 45
+    EXPECT_EQ(s->tile[0][2], 104) << s->str();
+    EXPECT_EQ(s->tile[2][2], 4) << s->str();  // in steps of 4
+    const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+    EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 3)).ok) << s->str();
+    const std::string& ir = k.report().loop_ir;
+    EXPECT_NE(ir.find("for e_k in [0, 4)"), std::string::npos) << ir;
+  }
+  {
+    const Operator op = make_operator("matmul", {{"M", "5"}, {"N", "37"}, {"K", "96"}});
+    const auto [task, s] = reduction_state(op, 2, {shrink});
+    EXPECT_EQ(s->tile[1][2], 48) << s->str();
+    EXPECT_EQ(s->tile[0][2], 96) << s->str();
+  }
+  {
+    const Operator op = make_operator("conv2d", {{"N", "1"}, {"H", "14"}, {"W", "3"}, {"CI", "4"}, {"CO", "8"},
+                                                 {"KH", "11"}, {"KW", "2"}, {"pad", "5"}});
+    const Task task = make_task(op, hw, 1);
+    int rh = -1;
+    for (int a = 0; a < task.anchor->num_axes(); ++a)
+      if (task.anchor->axes[size_t(a)].name() == "rh") rh = a;
+    ASSERT_GE(rh, 0);
+    ASSERT_TRUE(task.anchor->is_window_tap(rh));
+    const auto [tap_task, s] = reduction_state(op, rh, {shrink});
+    EXPECT_EQ(s->tile[1][rh], 1) << s->str();  // 11's divisors: no partial block of taps
+    EXPECT_EQ(s->tile[0][rh], 11) << s->str();
+  }
+}
+
 // A loop that runs once (its tile covers its parent's) is the same program
 // wherever it stands, so the traversal is offered no reorder that moves one;
 // reorders of loops that run several times are still offered, and moving a

@@ -170,13 +170,15 @@ class TiledNest {
     return make_seq(seq);
   }
 
-  // Whether the loop over tiles of T along spatial axis `a` peels its last,
-  // shorter tile (a known size T does not divide): at every level along the
-  // vector axis, at the register tiles along the others (one copy of the
-  // micro-kernel per axis).
+  // Whether the loop over tiles of T along axis `a` peels its last, shorter
+  // tile (a known size T does not divide): along spatial axes at every level
+  // along the vector axis, at the register tiles along the others (one copy
+  // of the micro-kernel per axis); along a reduction axis at its outermost
+  // cache level, the one tile that may be partial, so that the micro-kernel's
+  // reduction loop keeps a constant trip count (K = 771 in blocks of 32).
   bool peels_remainder(int l, int a, const Region& region, int64_t T) const {
-    if (a >= an_.num_spatial || !region.const_size || *region.const_size <= T || *region.const_size % T == 0)
-      return false;
+    if (!region.const_size || *region.const_size <= T || *region.const_size % T == 0) return false;
+    if (an_.is_reduce_axis(a)) return peel_ && l == 1;
     return peel_ && (l == reg_ || (a == s_.vec_axis && s_.vec_width > 1));
   }
 
