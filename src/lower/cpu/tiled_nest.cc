@@ -173,12 +173,12 @@ class TiledNest {
   // Whether the loop over tiles of T along axis `a` peels its last, shorter
   // tile (a known size T does not divide): along spatial axes at every level
   // along the vector axis, at the register tiles along the others (one copy
-  // of the micro-kernel per axis); along a reduction axis at its outermost
-  // cache level, the one tile that may be partial, so that the micro-kernel's
-  // reduction loop keeps a constant trip count (K = 771 in blocks of 32).
+  // of the micro-kernel per axis); along a reduction axis at the cache
+  // levels, so that the micro-kernel's reduction loop keeps a constant trip
+  // count (K = 771 in blocks of 32, each in steps of 8).
   bool peels_remainder(int l, int a, const Region& region, int64_t T) const {
     if (!region.const_size || *region.const_size <= T || *region.const_size % T == 0) return false;
-    if (an_.is_reduce_axis(a)) return peel_ && l == 1;
+    if (an_.is_reduce_axis(a)) return peel_ && l < reg_;
     return peel_ && (l == reg_ || (a == s_.vec_axis && s_.vec_width > 1));
   }
 
@@ -477,7 +477,7 @@ class TiledNest {
   static Stmt wrap_from(const Elements& el, size_t k, Stmt inner) {
     for (size_t i = el.loops.size(); i-- > k;) {
       const auto& [var, extent, kind, lanes] = el.loops[i];
-      inner = make_for(var, extent, kind, inner, lanes);
+      inner = make_for(var, extent, kind, inner, lanes, 0, /*masked_remainder=*/kind == ForKind::Vectorized);
     }
     return inner;
   }

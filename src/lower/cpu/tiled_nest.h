@@ -15,8 +15,10 @@
 // Where a known extent leaves a shorter last tile, that tile is peeled and
 // keeps the unrolled micro-kernel at its constant size: along the vector
 // axis at every level (88 channels run as 5 vectors of 16 and one of 8, not
-// 80 + 8 scalar steps), along the other spatial axes at the register tiles
-// (37 rows as 3 x 12 + 1). A tile cut short at run time (a symbolic extent,
+// 80 + 8 scalar steps; 87 as 5 and one masked vector of 7 lanes), along the
+// other spatial axes at the register tiles (37 rows as 3 x 12 + 1), along
+// reduction axes at the cache levels (K = 771 in blocks of 32: 24 blocks,
+// then one of 3). A tile cut short at run time (a symbolic extent,
 // an enclosing tile that does not divide) runs the same micro-kernel with
 // runtime-bounded loops instead of unrolled ones. Reads guarded by a select
 // (padding) are proven safe by interval arithmetic on their affine
