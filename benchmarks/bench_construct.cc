@@ -1,6 +1,6 @@
 // loom's construction strategies beside oneDNN (and OpenBLAS for GEMM).
 //
-//   loom_bench [--suite=gmm,skinny,c2d,incep,dep,mbv2,nrm,row,resnet,bert,fused|all] [--threads=1,all]
+//   loom_bench [--suite=gmm,skinny,odd,c2d,incep,dep,mbv2,nrm,row,resnet,bert,fused|all] [--threads=1,all]
 //              [--csv=FILE] [--json=FILE] [--budget-ms=N]
 //
 // For each thread configuration (1 = pinned to CPU 0; all = every core) and
@@ -97,6 +97,16 @@ std::vector<Workload> workloads() {
   for (int M : {1, 7, 37})
     for (int N : {771, 1000, 4096})
       for (int K : {771, 1000, 4096}) w.push_back(gemm_workload("skinny", M, N, K));
+  // Prime and odd extents: columns and channels a vector does not divide (127, 255, 65, 93), reductions whose
+  // lengths have few divisors (1023, 1543, 257), odd windows and strides.
+  for (auto [M, N, K] : std::vector<std::tuple<int, int, int>>{
+           {127, 127, 1023}, {255, 255, 255}, {61, 383, 1543}, {97, 97, 97}, {5, 1021, 1021}, {17, 4099, 331}})
+    w.push_back(gemm_workload("odd", M, N, K));
+  for (auto [H, CI, CO, k, s] : std::vector<std::tuple<int, int, int, int, int>>{
+           {30, 33, 65, 5, 2}, {23, 257, 127, 3, 1}, {31, 29, 61, 3, 2}, {19, 47, 93, 1, 1}, {13, 67, 131, 3, 1}})
+    w.push_back(conv_workload("odd", 1, H, H, CI, CO, k, s, k / 2));
+  for (auto [H, C, k, s] : std::vector<std::tuple<int, int, int, int>>{{29, 97, 3, 1}, {13, 131, 5, 2}, {57, 37, 3, 1}})
+    w.push_back(depthwise_workload("odd", H, C, k, s));
   w.push_back(conv_workload("c2d", 1, 224, 224, 3, 64, 7, 2, 3));
   w.push_back(conv_workload("c2d", 1, 56, 56, 64, 64, 1, 1, 0));
   w.push_back(conv_workload("c2d", 1, 14, 14, 256, 256, 3, 1, 1));
@@ -247,7 +257,7 @@ int main(int argc, char** argv) {
     else if (!val("--json=").empty()) json_path = val("--json=");
     else if (!val("--budget-ms=").empty()) budget_ms = std::stod(val("--budget-ms="));
     else {
-      std::fprintf(stderr, "usage: loom_bench [--suite=gmm,skinny,c2d,incep,dep,mbv2,nrm,row,resnet,bert,fused|all] "
+      std::fprintf(stderr, "usage: loom_bench [--suite=gmm,skinny,odd,c2d,incep,dep,mbv2,nrm,row,resnet,bert,fused|all] "
                            "[--threads=1,all] "
                            "[--csv=FILE] [--json=FILE] [--budget-ms=N]\n");
       return 2;
