@@ -1,6 +1,7 @@
 // The primitives' one definition each: name, application and legality.
 #include "schedule/step.h"
 
+#include <boost/container/small_vector.hpp>
 #include <sstream>
 
 #include "loom/hwspec.h"
@@ -26,9 +27,12 @@ int64_t parent_tile(const StateData& s, const AnchorInfo& anchor, int level, int
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
+// On the walk's hot path: on the stack for any realistic extent.
+using Divisors = boost::container::small_vector<int64_t, 64>;
+
 // The divisors of n, ascending.
-std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> low, high;
+Divisors divisors(int64_t n) {
+  Divisors low, high;
   for (int64_t d = 1; d * d <= n; ++d)
     if (n % d == 0) {
       low.push_back(d);
@@ -41,7 +45,7 @@ std::vector<int64_t> divisors(int64_t n) {
 // Whether ascending divisors leave a gap of more than kPartialLadderStep
 // between neighbours: too coarse a ladder of tiles for a cache level.
 constexpr int64_t kPartialLadderStep = 8;
-bool sparse(const std::vector<int64_t>& ascending) {
+bool sparse(const Divisors& ascending) {
   for (size_t i = 1; i < ascending.size(); ++i)
     if (ascending[i] > ascending[i - 1] * kPartialLadderStep) return true;
   return false;
@@ -107,9 +111,8 @@ Reason tile_change(StateData& s, const Step& st, const AnchorInfo& anchor, bool 
   if (!reduction_outer && parent % child) return {"the parent tile is not a multiple of the inner tile"};
   // Inner levels take the sizes child * d for the divisors d of parent / child.
   const int64_t q = (extent + child - 1) / child;
-  std::vector<int64_t> counts = divisors(q);
-  const bool partial_last = reduction_outer && (extent % child || sparse(counts));
-  if (partial_last)
+  Divisors counts = divisors(q);
+  if (reduction_outer && (extent % child || sparse(counts)))
     for (const int64_t d : divisors(round_up(q, kPartialLadderStep)))
       if (d < q) counts.push_back(d);
   int64_t best = 0;
