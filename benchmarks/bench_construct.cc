@@ -257,9 +257,9 @@ int main(int argc, char** argv) {
     else if (!val("--json=").empty()) json_path = val("--json=");
     else if (!val("--budget-ms=").empty()) budget_ms = std::stod(val("--budget-ms="));
     else {
-      std::fprintf(stderr, "usage: loom_bench [--suite=gmm,skinny,odd,c2d,incep,dep,mbv2,nrm,row,resnet,bert,fused|all] "
-                           "[--threads=1,all] "
-                           "[--csv=FILE] [--json=FILE] [--budget-ms=N]\n");
+      std::fprintf(stderr,
+                   "usage: loom_bench [--suite=gmm,skinny,odd,c2d,incep,dep,mbv2,nrm,row,resnet,bert,fused|all] "
+                   "[--threads=1,all] [--csv=FILE] [--json=FILE] [--budget-ms=N]\n");
       return 2;
     }
   }
