@@ -9,8 +9,9 @@
 // Tiles form a divisibility chain: tile[l+1][a] divides tile[l][a], so only
 // the last tile of a level can be partial (when the extent is not a
 // multiple), and every micro-kernel index splits without division.
-// Reduction axes are never split at level 0 and have register tile 1 unless
-// they are the vector axis (lane-wise partial sums).
+// Reduction axes are never split at level 0 (one tile, the extent rounded up
+// to the level-1 tile where that leaves a partial block) and have register
+// tile 1 unless they are the vector axis (lane-wise partial sums).
 //
 // Each level has a loop order. An access (input read) may be packed: copied
 // into a contiguous buffer laid out in micro-kernel order at a pack point
