@@ -57,8 +57,9 @@ struct ForNode : StmtNode {
   // Vectorized: the last, partial vector runs as one vector with masked
   // loads and stores where the target has them, not as narrower vectors
   // and scalars: row loops, packs and micro-kernels (a register tile's last
-  // 15 columns took 8 + 4 + 3 scalar FMAs per step, where the masked update
-  // of an accumulator held in a register is one merge-masked FMA; GEMMs and
+  // 15 columns took 8 + 4 + 3 scalar FMAs per step, where masked loads and
+  // stores leave one FMA per step: the blend keeping an accumulator's dead
+  // lanes folds away, as only its live lanes are ever stored; GEMMs and
   // convolutions with 127 or 255 columns ran at 0.6-0.8x of oneDNN).
   bool masked_remainder;
 };
