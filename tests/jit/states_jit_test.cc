@@ -442,7 +442,7 @@ TEST(States, ReductionsOfPrimeLengthAreBlockedWithAPartialLastBlock) {
   auto reduction_state = [&](const Operator& op, int axis, const std::vector<StepKind>& shrink_then_grow) {
     const Task task = make_task(op, hw, 1);
     State s = initial_state(*task.anchor, hw);
-    for (int level : {2, 1}) {  // the inner cache's tile to one step, then the outer cache's shrinks once
+    for (int level : {2, 1}) {  // the inner cache's tile shrinks once, then the outer cache's
       StepResult r = apply_step(*s, {shrink_then_grow[0], level, axis}, *task.anchor, hw);
       EXPECT_TRUE(r) << r.why();
       if (r) s = r.state;
