@@ -76,10 +76,12 @@ struct WindowBound {
   CompareOp op = CompareOp::GE;
 };
 
-// The source's padding condition (AnchorInfo::padding): the padded reads
-// replaced by their stages' definitions at the read's indices.
-Expr padding_condition(const AnchorInfo& info) {
-  if (!info.is_reduction) return Expr();
+// The source's padding (AnchorInfo::padding): the padded reads replaced by
+// their stages' definitions at the read's indices, then the ordering
+// comparisons of the condition under which the source is not the identity.
+std::vector<PaddingBound> padding_bounds(const AnchorInfo& info) {
+  std::vector<PaddingBound> bounds;
+  if (!info.is_reduction) return bounds;
   Expr inlined = transform(info.source, [&](const Expr& x) -> std::optional<Expr> {
     for (const Access& acc : info.accesses) {
       if (x.get() != acc.read.get() || !acc.guarded) continue;
@@ -91,25 +93,27 @@ Expr padding_condition(const AnchorInfo& info) {
     return std::nullopt;
   });
   auto kept = identity_unless(inlined, info.reduce_op, reduce_identity(info.reduce_op, info.stage.dtype()));
-  return kept ? kept->first : Expr();
+  if (!kept) return bounds;
+  for (const Expr& c : conjuncts(kept->first)) {
+    auto* cmp = c.get()->as<CompareNode>();
+    if (cmp && cmp->a.dtype().is_int() && cmp->op != CompareOp::EQ && cmp->op != CompareOp::NE)
+      bounds.push_back({cmp->a - cmp->b, cmp->op});
+  }
+  return bounds;
 }
 
-// The conjuncts of the padding condition that bound one spatial and one
-// reduction axis.
+// The padding's inequalities that bound one spatial and one reduction axis.
 std::vector<WindowBound> window_bounds(const AnchorInfo& info) {
   std::vector<WindowBound> bounds;
-  if (!info.padding.defined()) return bounds;
-  for (const Expr& c : conjuncts(info.padding)) {
-    auto* cmp = c.get()->as<CompareNode>();
-    if (!cmp || !cmp->a.dtype().is_int() || cmp->op == CompareOp::EQ || cmp->op == CompareOp::NE) continue;
-    const Expr d = cmp->a - cmp->b;
+  VarMap zero;
+  for (const Var& axis : info.axes) zero[axis.get()] = make_int(0);
+  for (const PaddingBound& p : info.padding) {
+    const Expr& d = p.value;
     WindowBound b;
-    b.op = cmp->op;
+    b.op = p.op;
     int spatial = 0, taps = 0;
     bool affine = true;
-    VarMap zero;
     for (int a = 0; a < info.num_axes(); ++a) {
-      zero[info.axes[a].get()] = make_int(0);
       const std::optional<int64_t> k = linear_coeff(d, info.axes[a].get());
       affine &= k.has_value();
       if (!k || *k == 0) continue;
@@ -228,7 +232,7 @@ AnchorInfo analyze_anchor(const Operator& op) {
     return true;
   });
 
-  info.padding = padding_condition(info);
+  info.padding = padding_bounds(info);
   info.padded_axes = padded_axes(info);
 
   const int n = info.num_axes();

@@ -106,6 +106,13 @@ struct Access {
   }
 };
 
+// One inequality of a source's padding: `value op 0`, with value an integer
+// expression in the anchor's axes and op an ordering (<, <=, >, >=).
+struct PaddingBound {
+  Expr value;
+  CompareOp op = CompareOp::GE;
+};
+
 // A spatial axis of constant extent whose window is bounded by padding
 // along one tap axis of constant extent: per position, the taps
 // [first, last] that read inside (first > last: none).
@@ -133,10 +140,11 @@ struct AnchorInfo {
   Expr flops;                  // of the whole operator
   // Where the source combines something other than the reduction's
   // identity, seen through the padded stages' definitions (a
-  // convolution's or a pool's padding), in the anchor's axes; undefined
-  // where every step may.
-  Expr padding;
-  // Its bounds on single spatial axes, from the conjuncts affine in one
+  // convolution's or a pool's padding), in the anchor's axes: the
+  // condition's ordering comparisons, all of which hold there; empty where
+  // every step may.
+  std::vector<PaddingBound> padding;
+  // Its bounds on single spatial axes, from the inequalities affine in one
   // spatial and one reduction axis with constant coefficients.
   std::vector<PaddedAxis> padded_axes;
 

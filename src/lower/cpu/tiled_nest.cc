@@ -623,7 +623,7 @@ class TiledNest {
   PaddingSkips padding_skips(const std::vector<Region>& r, const std::vector<Expr>& e, const std::vector<Var>& rvars,
                              const Elements& el) const {
     PaddingSkips skips(rvars.size());
-    if (!an_.padding.defined() || has_guards()) return skips;
+    if (an_.padding.empty() || has_guards()) return skips;
     VarMap at, zero;
     for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + e[a];
     for (const auto& entry : ranges_) zero[entry.first] = make_int(0);
@@ -639,11 +639,9 @@ class TiledNest {
       return false;
     };
     int64_t copies = 1;
-    for (const Expr& c : conjuncts(an_.padding)) {
-      auto* cmp = c.get()->as<CompareNode>();
-      if (!cmp || !cmp->a.dtype().is_int() || cmp->op == CompareOp::EQ || cmp->op == CompareOp::NE) continue;
+    for (const PaddingBound& p : an_.padding) {
       // d op 0, affine in the micro-kernel's variables.
-      const Expr d = substitute(cmp->a - cmp->b, at);
+      const Expr d = substitute(p.value, at);
       std::vector<size_t> taps;
       bool affine = true;
       for (const auto& [var, range] : ranges_) {
@@ -663,16 +661,16 @@ class TiledNest {
       if (known && copies * more <= StateData::kMaxUnrolledTapCopies) {
         copies *= more;
         for (size_t t : taps) skips.unrolled[t] = true;
-        conjoin(skips.per_element, make_compare(cmp->op, d, make_int(0)));
+        conjoin(skips.per_element, make_compare(p.op, d, make_int(0)));
         continue;
       }
       if (taps.size() != 1) continue;
       // Per tap: the test at the element of the tile that comes closest to passing it.
-      const bool above = cmp->op == CompareOp::GE || cmp->op == CompareOp::GT;
+      const bool above = p.op == CompareOp::GE || p.op == CompareOp::GT;
       VarMap extreme;
       for (const auto& [var, range] : ranges_)
         if (!tap_of(var)) extreme[var] = (*linear_coeff(d, var) > 0) == above ? range.second : range.first;
-      const Expr some = make_compare(cmp->op, substitute(d, extreme), make_int(0));
+      const Expr some = make_compare(p.op, substitute(d, extreme), make_int(0));
       if (!reads_elements(some, true)) conjoin(skips.per_tap[taps[0]], some);  // it sits outside their loops
     }
     return skips;
