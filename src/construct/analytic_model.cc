@@ -850,15 +850,21 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   est.penalty_s += slow_frac * est.compute_s * 3;
   // Unpacked guarded reads branch per element, but only in register tiles
   // that reach the border: interior tiles run with the guards proven away
-  // (vectorized reductions excepted).
+  // (vectorized reductions excepted). Along an axis one register tile spans,
+  // with the taps sliding over it unrolled whole, each element's test is
+  // known when lowering and folds away (the tile's position and the taps
+  // are constants): its border costs nothing.
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     if (!s.reads_through_guard(an, i) || s.pack[i] >= 0) continue;
+    const Access& x = an.accesses[i];
     // Only windowed axes (a spatial axis sharing an index with a reduction
     // axis, like oh*stride + rh) can reach the padding.
     double interior = s.vec_axis < an.num_spatial ? 1 : 0;
-    for (int a = 0; a < an.num_spatial && interior > 0; ++a)
-      if (an.accesses[i].windowed(a, an.num_spatial))
+    for (int a = 0; a < an.num_spatial && interior > 0; ++a) {
+      const bool folds = s.tile[reg][a] >= full[a] && unrolled.whole && x.slides_with(a, unrolled.axis);
+      if (x.windowed(a, an.num_spatial) && !folds)
         interior *= std::max(0.0, 1 - 2.0 * double(s.tile[reg][a]) / double(full[a]));
+    }
     est.penalty_s += (1 - interior) * points / W * 1.0 / freq;
   }
   double spatial_reg = 1;
