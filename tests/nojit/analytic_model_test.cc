@@ -612,5 +612,31 @@ TEST(AnalyticModel, SkippedPaddingTapsCostNothing) {
   EXPECT_NEAR(share, 25.0 / 27 * 19.0 / 21, 1e-9);
 }
 
+TEST(AnalyticModel, GuardsFoldAlongAnAxisARegisterTileSpansWithItsTapsUnrolled) {
+  // A 7x7 depthwise window padded by 1, register tile a whole row of 7
+  // columns by one vector. With kw innermost (3 taps, unrolled whole) each
+  // element's column test is a constant once lowered and folds away: only
+  // the rows' border (tiles of one row: 2 of 7) branches. With kh innermost
+  // the column taps are a loop and every tile reaches the columns' border.
+  const HwSpec spec = load_hwspec("zen4_server");
+  const Task task = make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "7"}, {"W", "7"}, {"C", "16"},
+                                                                  {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}),
+                              spec, 1);
+  std::vector<std::string> steps = {"vectorize 3 16"};
+  steps.insert(steps.end(), 6, "tile_grow 3 2");
+  const State kw_inner = apply_all(task, steps);
+  const int reg = kw_inner->reg_level();
+  ASSERT_EQ(kw_inner->tile[reg][2], 7) << kw_inner->str();
+  ASSERT_EQ(*(kw_inner->order[reg - 1].end() - 1), 5) << kw_inner->str();
+  ASSERT_TRUE(kw_inner->reads_through_guard(*task.anchor, 0));
+  steps.push_back("reorder " + std::to_string(reg - 1) + " 4");
+  const State kh_inner = apply_all(task, steps);
+  ASSERT_EQ(*(kh_inner->order[reg - 1].end() - 1), 4) << kh_inner->str();
+  const double points = 7 * 7 * 16 * 9, vectors = points / 16, freq = spec.cpu.frequency_ghz * 1e9;
+  const Estimate folded = estimate(*task.anchor, *kw_inner, spec, 1);
+  const Estimate branching = estimate(*task.anchor, *kh_inner, spec, 1);
+  EXPECT_NEAR(branching.penalty_s - folded.penalty_s, (1 - 2.0 / 7) * vectors / freq, 1e-3 * vectors / freq);
+}
+
 }  // namespace
 }  // namespace loom
