@@ -43,13 +43,18 @@ double scattered_bandwidth(const CpuSpec& c, size_t i) {
 // covers, from level `i`. A run shorter than the spec's scattered figure
 // was measured on (kScatteredRunBytes) pays the same fixed cost per run
 // (the miss, a page walk when it starts another page) for fewer bytes: the
-// cost that figure adds to streaming the probe's run. Longer runs read at
-// the scattered figure (measured: 1 KiB runs a page apart read no faster
-// from DRAM than 256-byte ones).
-double demand_bandwidth(const CpuSpec& c, size_t i, double run) {
+// cost that figure adds to streaming the probe's run. From a cache, the
+// out-of-order window overlaps those misses unless the runs `crowd` L1's
+// sets, evicting each other's lines: short runs then read at the scattered
+// figure too (measured on one core, a run per row from L2: 64-byte runs at
+// 75 GB/s and 256-byte ones at 77 with rows 63 lines apart; 24 and 71 with
+// rows 64 lines apart, all in one set; from DRAM, 7 and 14).
+// Longer runs read at the scattered figure (measured: 1 KiB runs a page
+// apart read no faster from DRAM than 256-byte ones).
+double demand_bandwidth(const CpuSpec& c, size_t i, double run, bool crowd) {
   const double stream = read_bandwidth(c, i), scattered = scattered_bandwidth(c, i);
   const double probe_run = double(kScatteredRunBytes);
-  if (run >= probe_run) return scattered;
+  if (run >= probe_run || (i < c.caches.size() && !crowd)) return scattered;
   const double per_run_s = std::max(0.0, probe_run / scattered - probe_run / stream);
   return run / (per_run_s + run / stream);
 }
@@ -435,7 +440,10 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   // operand (a depthwise window along the channels) then keeps one vector
   // column's window live, the column consumed before the next (measured:
   // the spill-free register blocks of LLVM's code for a 3x3 depthwise
-  // window are those this count fits in).
+  // window are those this count fits in), and a broadcast operand keeps its
+  // whole window, an element a register (measured: LLVM's code for a 3x3
+  // convolution's column of 26 rows keeps the 28 rows' broadcasts across
+  // the taps, spilling them).
   double operand_vectors = 1e30, sliding_live = 0;
   bool slides = false;
   const UnrolledReduction unrolled = unrolled_reduction(s, an);
@@ -464,7 +472,8 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
     const double data = shared ? window_data / double(unrolled.copies) : tile_data;
     loads += contiguous ? data / W * vector_cost : gathered ? data : data * broadcast_cost;
     operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(tile_data / W) : 1.0);
-    if (shared && along_vector) sliding_live = std::max(sliding_live, window_data / double(t[s.vec_axis]) + 1);
+    if (shared)
+      sliding_live = std::max(sliding_live, (along_vector ? window_data / double(t[s.vec_axis]) : window_data) + 1);
   }
   // Accumulators and operands beyond the register file spill: each spilled
   // register is stored and reloaded in every reduction step.
@@ -765,7 +774,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     for (Block& b : blocks)
       if (b.footprint <= capacity) fit = &b;
     for (size_t i = 0; i < demand_run.size(); ++i)
-      demand_weight[i] = scattered_bandwidth(cpu, level + 1) / demand_bandwidth(cpu, level + 1, demand_run[i]);
+      demand_weight[i] = scattered_bandwidth(cpu, level + 1) / demand_bandwidth(cpu, level + 1, demand_run[i], false);
     // An access whose rows put more lines into one set than the cache has
     // ways stays only in the blocks inside where they do not; when nothing
     // fits, every micro-kernel call streams its whole data tile. Rows that
@@ -885,6 +894,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // L1 set conflicts: an unpacked access that reads R lines a fixed stride
   // apart per micro-kernel step maps them to way_bytes / gcd(stride, way)
   // sets; more lines per set than ways and every step misses L1.
+  double refill_s = 0;
   if (!cpu.caches.empty()) {
     const CacheLevel& l1 = cpu.caches.front();
     const int64_t way = way_bytes(l1);
@@ -903,9 +913,14 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       // stacked in the same sets every way_bytes / gcd(stride, way) steps.
       // Each step's lines are a run of their own, a line or more apart from
       // the last step's, which no prefetcher follows: they come at the
-      // demand rate of runs that long. A tile the next call reads again
-      // needs a way to spare (measured: 2048x768x768 GEMMs whose B panel
-      // filled its sets to the last way took 1.35x the time the model gave them).
+      // demand rate of runs that long, while the micro-kernel computes: they
+      // are L1's traffic, overlapped with the FMAs like the rest of it
+      // (measured: matmul 37x4096xK reading B in place, 2 lines a step 16 KB
+      // apart for 28 FMAs, ran 1.23-1.25x faster than the model's pick that
+      // packed B, when these refills were charged as time of their own).
+      // A tile the next call reads again needs a way to spare (measured:
+      // 2048x768x768 GEMMs whose B panel filled its sets to the last way
+      // took 1.35x the time the model gave them).
       const int kept = kept_across_calls(s, an, trip, x);
       const double step_lines = std::ceil(x.data_tile(t.data()) * 4 / double(l1.line_bytes));
       const double step_run = std::min(step_lines * double(l1.line_bytes), x.run_elems(t.data()) * 4);
@@ -920,10 +935,12 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
         const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, R)
                                      : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
         if (crowd + kept > l1.associativity)
-          est.penalty_s += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run);
+          refill_s += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run, true);
       }
     }
   }
+
+  if (est.caches > 0) est.level_s[0] += refill_s;
 
   // Accumulators are loaded from and stored to the output once per
   // reduction block; along a vector axis the output is not contiguous on,
