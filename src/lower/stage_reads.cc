@@ -12,8 +12,13 @@ BufferRef StageReads::buffer_for(const te::Tensor& t) {
   return b;
 }
 
-void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_axes) {
-  row_local_[t] = RowLocal{std::move(row), row_axes};
+void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots) {
+  row_local_[t] = RowLocal{std::move(row), row_axes, slots};
+}
+
+Expr row_slot_base(const std::vector<Expr>& row, const std::vector<Expr>& row_shape, int slots, const Expr& row_elems) {
+  if (slots == 1) return make_int(0);
+  return flatten_index(row, row_shape) % make_int(slots) * row_elems;
 }
 
 Expr StageReads::rewrite(const Expr& e) {
@@ -27,9 +32,12 @@ Expr StageReads::rewrite(const Expr& e) {
       return substitute(it->second, map);
     }
     if (auto it = row_local_.find(t); it != row_local_.end()) {  // this row's part of a fused stage
-      const size_t rows = size_t(it->second.row_axes);
-      std::vector<Expr> rest(r->indices.begin() + rows, r->indices.end());
-      return make_load(it->second.buffer, flatten_index(rest, {t->shape.begin() + rows, t->shape.end()}));
+      const RowLocal& local = it->second;
+      const auto rows = r->indices.begin() + local.row_axes;
+      const std::vector<Expr> rest_shape(t->shape.begin() + local.row_axes, t->shape.end());
+      const Expr base = row_slot_base({r->indices.begin(), rows}, {t->shape.begin(), t->shape.begin() + local.row_axes},
+                                      local.slots, product(rest_shape));
+      return make_load(local.buffer, base + flatten_index({rows, r->indices.end()}, rest_shape));
     }
     return make_load(buffer_for(r->tensor), flatten_index(r->indices, t->shape));
   });

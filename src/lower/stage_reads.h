@@ -21,8 +21,9 @@ class StageReads {
   bool has_buffer(const TensorNode* t) const { return buffers_.count(t) != 0; }
   // Reads of `t` become `body` (already lowered) at the read's indices.
   void inline_stage(const TensorNode* t, Expr body) { inlined_[t] = std::move(body); }
-  // Reads of `t` become loads of `row` indexed by their dimensions after the first `row_axes`.
-  void read_row_locally(const TensorNode* t, BufferRef row, int row_axes);
+  // Reads of `t` become loads of `row` indexed by their dimensions after the
+  // first `row_axes`, in slot (row number mod `slots`) of `slots` rows.
+  void read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots = 1);
   Expr rewrite(const Expr& e);
 
   // The value of the element-wise `consumer` at `coords`, given the value of
@@ -34,11 +35,16 @@ class StageReads {
   struct RowLocal {
     BufferRef buffer;
     int row_axes;
+    int slots;
   };
   std::unordered_map<const TensorNode*, BufferRef> buffers_;
   std::unordered_map<const TensorNode*, Expr> inlined_;
   std::unordered_map<const TensorNode*, RowLocal> row_local_;
 };
+
+// Where a row's part of a row-local buffer of `slots` rows starts: slot
+// (`row`, flattened over `row_shape`) mod `slots`, times `row_elems`.
+Expr row_slot_base(const std::vector<Expr>& row, const std::vector<Expr>& row_shape, int slots, const Expr& row_elems);
 
 // The stage the schedule fuses into the anchor's write-back, or null.
 const StageSchedule* fused_consumer(const Schedule& schedule);

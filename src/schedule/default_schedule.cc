@@ -50,7 +50,8 @@ std::vector<te::Tensor> compute_stages(const Operator& op) {
 std::string Schedule::str() const {
   std::ostringstream os;
   if (row_axes > 0)
-    os << "row-fused over " << row_axes << " leading axes, " << rows_per_task << " rows per parallel task\n";
+    os << "row-fused over " << row_axes << " leading axes, " << rows_per_task << " rows per parallel task"
+       << (row_pipelined ? ", phases of consecutive rows overlapped" : "") << "\n";
   for (const auto& s : stages) {
     os << s.tensor.name() << ": ";
     if (s.inlined || s.fused) {
@@ -100,6 +101,7 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
   }
   // GPUs run the stages as kernels one after another (a block per row is left for later).
   sched.row_axes = target.kind == TargetKind::Cpu ? row_fusion_axes(op) : 0;
+  sched.row_pipelined = sched.row_axes > 0 && row_pipelining_pays(sched, target.cpu);
   return sched;
 }
 

@@ -11,11 +11,26 @@
 // reduction produces a per-row value that a wider stage reads back.
 #pragma once
 
+#include "loom/hwspec.h"
 #include "loom/operator.h"
 
 namespace loom {
 
+struct Schedule;
+
 // R, the number of leading row axes, or 0 when `op` is not row-fusable.
 int row_fusion_axes(const Operator& op);
+
+// A row's stages fall into phases: a stage cannot start on a row before the
+// reductions it reads (directly or through element-wise stages) have
+// combined their lanes, a chain of dependent operations tens of cycles long.
+// The phase of each of `stages` (producers first): 0 for a stage that reads
+// no reduction, else one more than the latest phase of a reduction it reads.
+// Lowering overlaps the phases of consecutive rows (Schedule::row_pipelined).
+std::vector<int> row_phases(const std::vector<te::Tensor>& stages);
+
+// Whether overlapping consecutive rows' phases pays for a row-fused `schedule`
+// (its stages' reduce_width and accumulators set) on `cpu`.
+bool row_pipelining_pays(const Schedule& schedule, const CpuSpec& cpu);
 
 }  // namespace loom

@@ -45,6 +45,10 @@ struct Schedule {
   // its vector_width; the stages' own parallel axes and states are unused.
   int row_axes = 0;
   int64_t rows_per_task = 1;
+  // Row fusion: row r's phase p (row_phases in row_fusion.h) runs in iteration
+  // r + p of the task's loop, so one iteration holds the phases of several
+  // rows, independent of each other, and the core overlaps their latencies.
+  bool row_pipelined = false;
   // The anchor analysis the state was made for, shared with its task so that
   // lowering does not repeat it; null when no stage carries a state.
   std::shared_ptr<const AnchorInfo> anchor;

@@ -1,9 +1,12 @@
 // Row fusion (schedule/row_fusion.h): which operators qualify, and fused
 // kernels against the reference executor at awkward and symbolic sizes.
+#include "driver/compile_schedule.h"
 #include "ops/op_builder.h"
 #include "schedule/row_fusion.h"
+#include "schedule/schedule.h"
 #include "test_util.h"
 
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -101,6 +104,79 @@ TEST(RowFusion, LanesCombineWholeVectorsFirst) {
     EXPECT_GT(offsets, 0) << ir;
     EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 7)).ok) << n;
   }
+}
+
+// Each stage's phase, by name.
+std::map<std::string, int> phases_by_name(const Operator& op) {
+  const std::vector<te::Tensor> stages = compute_stages(op);
+  const std::vector<int> phase = row_phases(stages);
+  std::map<std::string, int> named;
+  for (size_t i = 0; i < stages.size(); ++i) named[stages[i].name()] = phase[i];
+  return named;
+}
+
+TEST(RowFusion, PhasesFollowTheReductionsARowWaitsFor) {
+  // softmax: the max; exp(x - max) and its sum; the quotient.
+  const std::map<std::string, int> softmax = phases_by_name(ops::softmax(8, 9));
+  ASSERT_EQ(softmax.size(), 4u);
+  EXPECT_EQ(softmax.at("row_max"), 0);
+  EXPECT_EQ(softmax.at("exp"), 1);
+  EXPECT_EQ(softmax.at("row_sum"), 1);
+  EXPECT_EQ(softmax.at("Y"), 2);
+  // layernorm: the sum; the mean (element-wise on it) and the squared deviations' sum; rstd and Y.
+  const std::map<std::string, int> layernorm = phases_by_name(ops::layernorm(8, 9));
+  EXPECT_EQ(layernorm.at("row_sum"), 0);
+  EXPECT_EQ(layernorm.at("mean"), 1);
+  EXPECT_EQ(layernorm.at("sq_sum"), 1);
+  EXPECT_EQ(layernorm.at("rstd"), 2);
+  EXPECT_EQ(layernorm.at("Y"), 2);
+}
+
+TEST(RowFusion, RowsArePipelinedWhenTheirReductionsAreShort) {
+  for (const char* name : {"zen4_server", "haswell_avx2"}) {
+    const HwSpec hw = load_hwspec(name);
+    EXPECT_TRUE(default_schedule(ops::softmax(64, 43), hw).row_pipelined) << name;
+    EXPECT_TRUE(default_schedule(ops::layernorm(64, 128), hw).row_pipelined) << name;
+    EXPECT_FALSE(default_schedule(ops::softmax(64, 4096), hw).row_pipelined) << name;
+    EXPECT_FALSE(default_schedule(ops::layernorm(64, 1024), hw).row_pipelined) << name;
+  }
+  // A longer chain of dependent operations after each reduction: longer rows still gain.
+  HwSpec slow = load_hwspec("zen4_server");
+  EXPECT_FALSE(default_schedule(ops::softmax(64, 1024), slow).row_pipelined);
+  slow.cpu.fma_latency *= 4;
+  EXPECT_TRUE(default_schedule(ops::softmax(64, 1024), slow).row_pipelined);
+}
+
+// Pipelined or not, in tasks of any number of rows (the last one partial),
+// with one or two row axes, fixed or symbolic: the reference's results.
+TEST(RowFusion, PipelinedRowsMatchTheReference) {
+  const HwSpec hw = detect_host_cpu();
+  Var M("M"), T("T");
+  struct Case {
+    Operator op;
+    std::vector<int64_t> sizes;
+  };
+  std::vector<Case> cases;
+  for (int64_t n : {1, 17, 43, 600}) {
+    cases.push_back({ops::softmax(5, n), {}});
+    cases.push_back({ops::layernorm(5, n), {}});
+  }
+  cases.push_back({ops::softmax(M, 77), {1}});
+  cases.push_back({ops::layernorm(M, 33), {7}});
+  cases.push_back({batched_softmax(3, T, 45), {5}});
+  for (const Case& c : cases)
+    for (bool pipelined : {false, true})
+      for (int64_t rows_per_task : {1, 2, 4, 1 << 20}) {
+        Schedule s = default_schedule(c.op, hw);
+        ASSERT_GT(s.row_axes, 0) << c.op.name;
+        s.row_pipelined = pipelined;
+        s.rows_per_task = rows_per_task;
+        const Kernel k = compile_schedule(c.op, s, hw, 2);
+        EXPECT_EQ(k.report().loop_ir.find("row_in_task >= 1") != std::string::npos, pipelined) << k.report().loop_ir;
+        const CheckResult r = test::run_and_check(c.op, k, random_inputs(c.op, 11, c.sizes));
+        EXPECT_TRUE(r.ok) << c.op.name << " pipelined=" << pipelined << " rows_per_task=" << rows_per_task << " err "
+                          << r.max_rel_err;
+      }
 }
 
 TEST(RowFusion, DependentRowsStayStageByStage) {

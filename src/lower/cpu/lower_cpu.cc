@@ -1,12 +1,14 @@
 #include "lower/lower.h"
 
 #include <algorithm>
+#include <bit>
 #include <unordered_map>
 
 #include "ir/analysis.h"
 #include "lower/cpu/tiled_nest.h"
 #include "lower/stage_reads.h"
 #include "schedule/anchor.h"
+#include "schedule/row_fusion.h"
 
 namespace loom {
 
@@ -94,40 +96,63 @@ class Lowerer {
   // rows_per_task rows; in each row, every stage in producer order. Outputs
   // are stored in place; the other stages into row-local buffers (the
   // stack when small and of constant size), so nothing of full size is
-  // materialized and a row's data stays in L1 between stages.
+  // materialized and a row's data stays in L1 between stages. Pipelined,
+  // iteration i of a task runs phase p of its row i - p, for every phase
+  // whose row is in the task, and each row-local buffer holds one row per
+  // phase in flight (slots: the phase count rounded up to a power of two).
   Stmt fused_rows() {
     const int R = schedule_.row_axes;
     const std::vector<Expr>& shape = schedule_.stages.back().tensor.shape();
     const std::vector<Expr> row_shape(shape.begin(), shape.begin() + R);
     const Expr rows = product(row_shape);
     const Expr per_task = make_int(std::max<int64_t>(1, schedule_.rows_per_task));
+    std::vector<te::Tensor> tensors;
+    for (const StageSchedule& s : schedule_.stages) tensors.push_back(s.tensor);
+    std::vector<int> phase = row_phases(tensors);
+    if (!schedule_.row_pipelined) std::fill(phase.begin(), phase.end(), 0);
+    const int phases = 1 + *std::max_element(phase.begin(), phase.end());
+    const int slots = int(std::bit_ceil(unsigned(phases)));
     Var task("row_task"), in_task("row_in_task");
-    const std::vector<Expr> row_index = unflatten_index(Expr(task) * per_task + in_task, row_shape);
-    std::vector<Stmt> stages;
+    const Expr count = min(per_task, rows - Expr(task) * per_task);  // the last task may hold fewer rows
+    std::vector<std::vector<Stmt>> by_phase(static_cast<size_t>(phases));
     std::vector<BufferRef> locals;
-    for (const StageSchedule& s : schedule_.stages) {
+    for (size_t i = 0; i < schedule_.stages.size(); ++i) {
+      const StageSchedule& s = schedule_.stages[i];
       const TensorNode* node = s.tensor.get();
       Expr body = rewrite(node->body);
       if (s.inlined) {
         reads_.inline_stage(node, body);
         continue;
       }
+      const Expr row = Expr(task) * per_task + (Expr(in_task) - phase[i]);
+      const std::vector<Expr> row_index = unflatten_index(row, row_shape);
       BufferRef out = buffer_for(s.tensor);
+      Expr local_base;  // undefined: stored in place, in the whole output
       const bool stored_in_place =
           std::any_of(op_.outputs.begin(), op_.outputs.end(), [&](const te::Tensor& o) { return o.get() == node; });
       if (!stored_in_place) {
-        std::vector<Expr> rest(node->shape.begin() + R, node->shape.end());
-        auto local = std::make_shared<BufferNode>(BufferNode{node->name + "_row", node->dtype, rest});
-        reads_.read_row_locally(node, local, R);
+        const std::vector<Expr> rest(node->shape.begin() + R, node->shape.end());
+        std::vector<Expr> ring{make_int(slots)};
+        ring.insert(ring.end(), rest.begin(), rest.end());
+        auto local = std::make_shared<BufferNode>(BufferNode{node->name + "_row", node->dtype, ring});
+        reads_.read_row_locally(node, local, R, slots);
         locals.push_back(local);
         out = local;
+        local_base = row_slot_base({row}, {rows}, slots, product(rest));
       }
-      stages.push_back(row_stage(s, body, row_index, stored_in_place, out));
+      by_phase[size_t(phase[i])].push_back(row_stage(s, body, row_index, local_base, out));
     }
-    Stmt per_row = make_seq(stages);
-    // The last task may hold fewer rows.
-    Expr count = min(per_task, rows - Expr(task) * per_task);
-    Stmt task_body = make_for(in_task, count, ForKind::Serial, per_row);
+    Stmt iteration = make_seq(by_phase[0]);
+    if (phases > 1) {
+      std::vector<Stmt> guarded;
+      for (int p = 0; p < phases; ++p) {
+        Expr in_range = Expr(in_task) < count + p;
+        if (p > 0) in_range = Expr(in_task) >= make_int(p) && in_range;
+        guarded.push_back(make_if(in_range, make_seq(by_phase[size_t(p)])));
+      }
+      iteration = make_seq(guarded);
+    }
+    Stmt task_body = make_for(in_task, count + (phases - 1), ForKind::Serial, iteration);
     for (auto it = locals.rbegin(); it != locals.rend(); ++it) {
       auto n = product((*it)->shape).as_const_int();
       const bool small = n && *n * (*it)->dtype.bytes() <= kStackRowBytes;
@@ -139,8 +164,9 @@ class Lowerer {
   // One stage over one row: loops over its axes after the row axes, the
   // innermost vectorized; a reduction accumulates in vector lanes over its
   // innermost reduction axis, then combines the lanes.
-  Stmt row_stage(const StageSchedule& s, const Expr& body, const std::vector<Expr>& row_index, bool in_place,
+  Stmt row_stage(const StageSchedule& s, const Expr& body, const std::vector<Expr>& row_index, const Expr& local_base,
                  const BufferRef& out) {
+    const bool in_place = !local_base.defined();
     const TensorNode* node = s.tensor.get();
     const size_t R = row_index.size(), rank = node->axes.size();
     VarMap at;
@@ -149,7 +175,8 @@ class Lowerer {
     std::vector<Expr> coords(node->axes.begin(), node->axes.end());
     for (size_t d = 0; d < R; ++d) coords[d] = row_index[d];
     Expr index = in_place ? flatten_index(coords, node->shape)
-                          : flatten_index({coords.begin() + R, coords.end()}, {node->shape.begin() + R, node->shape.end()});
+                          : local_base + flatten_index({coords.begin() + R, coords.end()},
+                                                       {node->shape.begin() + R, node->shape.end()});
     const int W = std::max(1, s.vector_width);
     const auto* red = body.get()->as<ReduceNode>();
     Stmt inner = red ? row_reduction(*red, substitute(red->source, at), std::max(1, s.reduce_width),
