@@ -438,14 +438,20 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   // window once for all of them (and does not when a remainder cuts the
   // loop: measured, a 3x3 convolution's rows in taps of 2); a vector
   // operand (a depthwise window along the channels) then keeps one vector
-  // column's window live, the column consumed before the next (measured:
-  // the spill-free register blocks of LLVM's code for a 3x3 depthwise
-  // window are those this count fits in), and a broadcast operand keeps its
+  // column's window live, the column consumed before the next, beside the
+  // other vector operands' vectors of that column for every copy (its
+  // weights for the taps). Measured on LLVM's code for 3x3 depthwise blocks
+  // on 32 registers: those this count fits in keep a few registers on the
+  // stack at most, the others spill every step, those of 24 accumulators
+  // all (on 16 registers LLVM fits blocks of 9 or 10 accumulators this
+  // count passes by 2, its order of the taps' loads there leaving the
+  // weights out). A broadcast operand keeps its
   // whole window, an element a register (measured: LLVM's code for a 3x3
   // convolution's column of 26 rows keeps the 28 rows' broadcasts across
   // the taps, spilling them).
   double operand_vectors = 1e30, sliding_live = 0;
-  bool slides = false;
+  int column_operands = 0;  // vector operands not sliding along a vector column's window
+  bool slides = false, column_window = false;
   const UnrolledReduction unrolled = unrolled_reduction(s, an);
   // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
   // load takes one of the two load ports, a broadcast the spec's measured
@@ -472,9 +478,13 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
     const double data = shared ? window_data / double(unrolled.copies) : tile_data;
     loads += contiguous ? data / W * vector_cost : gathered ? data : data * broadcast_cost;
     operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(tile_data / W) : 1.0);
-    if (shared)
+    column_operands += along_vector && !shared;
+    if (shared) {
       sliding_live = std::max(sliding_live, (along_vector ? window_data / double(t[s.vec_axis]) : window_data) + 1);
+      column_window |= along_vector;
+    }
   }
+  if (column_window) sliding_live += double(column_operands) * double(unrolled.copies);
   // Accumulators and operands beyond the register file spill: each spilled
   // register is stored and reloaded in every reduction step.
   const double copies_live = sliding_live > 0 ? sliding_live

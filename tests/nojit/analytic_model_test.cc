@@ -467,25 +467,30 @@ TEST(AnalyticModel, AnUnrolledWindowLoopKeepsItsCopiesOperandsLive) {
   EXPECT_NEAR(c.penalty_s - a.penalty_s, steps_taken * 5 / (spec.cpu.frequency_ghz * 1e9), 1e-3 * c.penalty_s);
 }
 
-// A 3x3 depthwise window over 60x60x144 (no column remainders for the
-// blocks below) on 16 registers of 8 lanes, register block `cols` output
-// columns x `vectors` channel vectors, taps along the columns (kw)
-// or the rows (kh) innermost in the micro-kernel, unrolled by `unroll`
-// (4: whole).
+// A 3x3 depthwise window over 48x48x`channels` (no row or column
+// remainders for the blocks below) with the spec's lanes, register block
+// `rows` output rows x `cols` output columns x `vectors` channel vectors,
+// taps along the columns (kw) or the rows (kh) innermost in the micro-
+// kernel, unrolled by `unroll` (4: whole).
 struct DepthwiseBlock {
   Task task;
   State kw_inner, kh_inner;
-  DepthwiseBlock(const HwSpec& spec, int cols, int vectors, int unroll = 4)
-      : task(make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "60"}, {"W", "60"}, {"C", "144"},
-                                                          {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}}),
+  DepthwiseBlock(const HwSpec& spec, int rows, int cols, int vectors, int channels, int unroll = 4)
+      : task(make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "48"}, {"W", "48"},
+                                                          {"C", std::to_string(channels)}, {"KH", "3"}, {"KW", "3"},
+                                                          {"stride", "1"}, {"pad", "1"}}),
                        spec, 1)) {
-    std::vector<std::string> steps = {"vectorize 3 8"};
+    const int lanes = spec.cpu.fp32_lanes();
+    std::vector<std::string> steps = {"vectorize 3 " + std::to_string(lanes)};
     if (unroll > 1) steps.push_back("unroll " + std::to_string(unroll) + " 0");  // a new state starts at 1
     steps.insert(steps.end(), size_t(vectors - 1), "tile_grow 3 3");
     steps.insert(steps.end(), size_t(cols - 1), "tile_grow 3 2");
+    steps.insert(steps.end(), size_t(rows - 1), "tile_grow 3 1");
     kw_inner = apply_all(task, steps);
     const int reg = kw_inner->reg_level();
-    EXPECT_EQ(kw_inner->tile[reg][2] * 100 + kw_inner->tile[reg][3], cols * 100 + vectors * 8) << kw_inner->str();
+    EXPECT_EQ(kw_inner->tile[reg][1] * 10000 + kw_inner->tile[reg][2] * 100 + kw_inner->tile[reg][3],
+              rows * 10000 + cols * 100 + vectors * lanes)
+        << kw_inner->str();
     EXPECT_EQ(*(kw_inner->order[reg - 1].end() - 1), 5) << kw_inner->str();
     steps.push_back("reorder " + std::to_string(reg - 1) + " 4");
     kh_inner = apply_all(task, steps);
@@ -495,50 +500,56 @@ struct DepthwiseBlock {
 };
 
 TEST(AnalyticModel, AWindowSlidingOverItsWholeUnrolledTapsIsLoadedOnce) {
-  // 3 columns x 3 vectors (9 accumulators). With kw innermost its 3 taps
-  // are unrolled whole and slide along the columns: LLVM loads the 5 input
-  // columns once for all of them (15 vector loads and 9 of weights for 27
-  // FMAs, read off its code), where with kh innermost each tap loads its
-  // own 3 columns (27 and 9). Per step: 8 loads, not 12, at 2 a cycle,
-  // beside 4.5 cycles of FMAs and the FMA latency: the loads no longer
-  // bound the step.
+  // 2 columns x 4 vectors (8 accumulators). With kw innermost its 3 taps
+  // are unrolled whole and slide along the columns: LLVM loads the 4 input
+  // columns once for all of them (16 vector loads and 12 of weights for 24
+  // FMAs), where with kh innermost each tap loads its own 2 columns (24 and
+  // 12). Per step: 9.33 loads, not 12, at 2 a cycle, beside 4 cycles of
+  // FMAs and the FMA latency: the loads no longer bound the step.
   const HwSpec spec = load_hwspec("haswell_avx2");
   ASSERT_EQ(spec.cpu.vector_registers, 16);
   ASSERT_EQ(spec.cpu.load_bytes(), 64);
   ASSERT_EQ(spec.cpu.fma_units, 2);
-  const DepthwiseBlock block(spec, 3, 3);
+  const DepthwiseBlock block(spec, 1, 2, 4, 192);
   const Estimate sliding = block.estimate_of(block.kw_inner), fixed = block.estimate_of(block.kh_inner);
-  const double fma_cycles = 4.5, latency = spec.cpu.fma_latency;
+  const double fma_cycles = 4, latency = spec.cpu.fma_latency;
   EXPECT_NEAR(fixed.compute_s / sliding.compute_s,
-              std::max({fma_cycles, latency, 12.0 / 2}) / std::max({fma_cycles, latency, 8.0 / 2}), 1e-6);
-  // Both fit the register file: 9 accumulators plus one channel vector's
-  // window of 5 columns and one more (LLVM's code for it spills nothing).
+              std::max({fma_cycles, latency, 12.0 / 2}) / std::max({fma_cycles, latency, 28.0 / 3 / 2}), 1e-6);
+  // Both fit the register file: 8 accumulators, one channel vector's window
+  // of 4 columns and one more, and the 3 taps' weights of that vector.
   EXPECT_NEAR(sliding.penalty_s, fixed.penalty_s, 1e-3 * fixed.penalty_s);
   // At factors 2 and 1 the lowering still unrolls the 3 taps whole (a
   // window's few taps are, whatever the factor): the same loads.
   for (int unroll : {2, 1}) {
-    const DepthwiseBlock cut(spec, 3, 3, unroll);
+    const DepthwiseBlock cut(spec, 1, 2, 4, 192, unroll);
     EXPECT_NEAR(cut.estimate_of(cut.kw_inner).compute_s, sliding.compute_s, 1e-9 * sliding.compute_s) << unroll;
   }
 }
 
 TEST(AnalyticModel, ASlidingWindowKeepsOneVectorColumnLive) {
-  // LLVM's code for the depthwise blocks below (llc -O3, znver3, kw
-  // innermost) spills nothing at 4 columns x 2 vectors, 3 x 3, 2 x 4 and
-  // 2 x 5, and spills every step at 5 x 2 and 4 x 3: the blocks where the
-  // accumulators, one channel vector's window of input columns and one
-  // more pass the 16 registers.
-  const HwSpec spec = load_hwspec("haswell_avx2");
-  for (auto [cols, vectors, spills] : {std::tuple{4, 2, false}, {3, 3, false}, {2, 4, false}, {2, 5, false},
-                                       {5, 2, true}, {4, 3, true}}) {
-    const DepthwiseBlock block(spec, cols, vectors);
-    const double live = cols * vectors + (cols + 2) + 1;
-    EXPECT_EQ(live > 16, spills);
+  // LLVM's code for depthwise blocks (llc -O3, znver4, 32 registers, kw
+  // innermost; reloads and spills in the loop over kh, per 46 to 72 FMAs)
+  // keeps at most a few registers on the stack at 2 x 2 x 5, 2 x 2 x 4,
+  // 2 x 4 x 2, 2 x 3 x 3 and 1 x 8 x 2 (rows x columns x vectors), and
+  // spills every step at 2 x 2 x 6, 2 x 3 x 4, 3 x 2 x 4, 1 x 4 x 6,
+  // 1 x 6 x 4 and 1 x 8 x 3 (38 to 102 of them): the blocks whose
+  // accumulators, one channel vector's window of input rows and columns and
+  // one more, and that vector's weights for the 3 taps pass the 32
+  // registers. (Without the weights, 2 x 2 x 6 and 1 x 4 x 6 would fit;
+  // over 14x14x576 the first ran 44 us where 2 x 2 x 4 ran 27.) The blocks
+  // of one row, below, slide only with kw innermost.
+  const HwSpec spec = load_hwspec("zen4_server");
+  ASSERT_EQ(spec.cpu.vector_registers, 32);
+  for (auto [cols, vectors, spills] :
+       {std::tuple{8, 2, false}, {4, 6, true}, {6, 4, true}, {8, 3, true}}) {
+    const DepthwiseBlock block(spec, 1, cols, vectors, 192);
+    const double live = cols * vectors + (cols + 2) + 1 + 3;
+    EXPECT_EQ(live > 32, spills);
     const Estimate sliding = block.estimate_of(block.kw_inner), fixed = block.estimate_of(block.kh_inner);
     // With kh innermost nothing slides: the accumulators plus the weights'
     // vectors and one streaming in, which all of these fit.
-    const double steps = 60.0 * 60 * 144 * 9 / (cols * vectors * 8);
-    const double spill_s = steps * (live - 16) / (spec.cpu.frequency_ghz * 1e9);
+    const double steps = 48.0 * 48 * 192 * 9 / (cols * vectors * 16);
+    const double spill_s = steps * (live - 32) / (spec.cpu.frequency_ghz * 1e9);
     if (spills)
       EXPECT_NEAR(sliding.penalty_s - fixed.penalty_s, spill_s, 0.05 * spill_s) << cols << "x" << vectors;
     else
