@@ -468,12 +468,18 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
     const int slide = sliding_axis(x, an, unrolled, t);
     slides |= slide >= 0;
     const bool shared = slide >= 0 && slide != s.vec_axis && unrolled.whole && s.pack[i] < 0;
-    const double tile_data = x.data_tile(t.data());
+    // A vector operand's loads are the vectors its step touches (every other
+    // row of a stride-2 window's box: measured, LLVM's code loads those).
+    // A broadcast operand's are counted over its box: touched elements
+    // moved strided convolutions' picks to wider, slower blocks (1x to 0.5x
+    // side by side), a cost of theirs this count does not see otherwise.
+    const auto step_data = [&](const int64_t* tile) { return along_vector ? x.touched_tile(tile) : x.data_tile(tile); };
+    const double tile_data = step_data(t.data());
     double window_data = tile_data;  // the copies' union
     if (shared) {
       Small<int64_t> window = t;
       window[unrolled.axis] *= unrolled.copies;
-      window_data = x.data_tile(window.data());
+      window_data = step_data(window.data());
     }
     const double data = shared ? window_data / double(unrolled.copies) : tile_data;
     loads += contiguous ? data / W * vector_cost : gathered ? data : data * broadcast_cost;

@@ -104,6 +104,19 @@ struct Access {
     for (const auto& row : dim_terms) elems *= dim_extent(row, tile);
     return elems;
   }
+
+  // Elements the tile touches, at most: per dimension its extent, or fewer
+  // where a strided index skips some (oh*2 + kh with kh fixed reads every
+  // other row of its extent): the loads of one step of a micro-kernel.
+  double touched_tile(const int64_t* tile) const {
+    double elems = 1;
+    for (const auto& row : dim_terms) {
+      double combinations = 1;
+      for (const Term& t : row) combinations *= double(tile[t.axis]);
+      elems *= std::min(dim_extent(row, tile), combinations);
+    }
+    return elems;
+  }
 };
 
 // One inequality of a source's padding: `value op 0`, with value an integer
