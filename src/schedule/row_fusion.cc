@@ -65,6 +65,12 @@ std::vector<int> row_phases(const std::vector<te::Tensor>& stages) {
   return phase;
 }
 
+std::vector<int> row_phases(const Schedule& schedule) {
+  std::vector<te::Tensor> stages;
+  for (const StageSchedule& s : schedule.stages) stages.push_back(s.tensor);
+  return row_phases(stages);
+}
+
 // Each reduction of a row ends in a chain of dependent operations the core
 // cannot overlap with the row's next phase, which waits for its result:
 // its lanes combined (a tree of log2(accumulators x lanes) levels) and the
@@ -74,9 +80,7 @@ std::vector<int> row_phases(const std::vector<te::Tensor>& stages) {
 // over the rows in flight. (Measured on Zen 4, softmax and layernorm: 10-30%
 // faster at 43 to 256 columns, even at 512, 2-10% slower at 768 to 4096.)
 bool row_pipelining_pays(const Schedule& schedule, const CpuSpec& cpu) {
-  std::vector<te::Tensor> stages;
-  for (const StageSchedule& s : schedule.stages) stages.push_back(s.tensor);
-  const std::vector<int> phases = row_phases(stages);
+  const std::vector<int> phases = row_phases(schedule);
   if (*std::max_element(phases.begin(), phases.end()) == 0) return false;
   for (const StageSchedule& s : schedule.stages) {
     const auto* red = s.tensor.get()->body.get()->as<ReduceNode>();

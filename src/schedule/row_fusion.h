@@ -28,6 +28,8 @@ int row_fusion_axes(const Operator& op);
 // no reduction, else one more than the latest phase of a reduction it reads.
 // Lowering overlaps the phases of consecutive rows (Schedule::row_pipelined).
 std::vector<int> row_phases(const std::vector<te::Tensor>& stages);
+// The same for the stages of `schedule`, in its order.
+std::vector<int> row_phases(const Schedule& schedule);
 
 // Whether overlapping consecutive rows' phases pays for a row-fused `schedule`
 // (its stages' reduce_width and accumulators set) on `cpu`.

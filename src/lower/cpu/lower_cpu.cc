@@ -106,9 +106,7 @@ class Lowerer {
     const std::vector<Expr> row_shape(shape.begin(), shape.begin() + R);
     const Expr rows = product(row_shape);
     const Expr per_task = make_int(std::max<int64_t>(1, schedule_.rows_per_task));
-    std::vector<te::Tensor> tensors;
-    for (const StageSchedule& s : schedule_.stages) tensors.push_back(s.tensor);
-    std::vector<int> phase = row_phases(tensors);
+    std::vector<int> phase = row_phases(schedule_);
     if (!schedule_.row_pipelined) std::fill(phase.begin(), phase.end(), 0);
     const int phases = 1 + *std::max_element(phase.begin(), phase.end());
     const int slots = int(std::bit_ceil(unsigned(phases)));
