@@ -910,7 +910,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // L1 set conflicts: an unpacked access that reads R lines a fixed stride
   // apart per micro-kernel step maps them to way_bytes / gcd(stride, way)
   // sets; more lines per set than ways and every step misses L1.
-  double refill_s = 0;
   if (!cpu.caches.empty()) {
     const CacheLevel& l1 = cpu.caches.front();
     const int64_t way = way_bytes(l1);
@@ -951,12 +950,10 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
         const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, R)
                                      : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
         if (crowd + kept > l1.associativity)
-          refill_s += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run, true);
+          est.level_s[0] += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run, true);
       }
     }
   }
-
-  if (est.caches > 0) est.level_s[0] += refill_s;
 
   // Accumulators are loaded from and stored to the output once per
   // reduction block; along a vector axis the output is not contiguous on,

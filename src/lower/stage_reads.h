@@ -23,7 +23,7 @@ class StageReads {
   void inline_stage(const TensorNode* t, Expr body) { inlined_[t] = std::move(body); }
   // Reads of `t` become loads of `row` indexed by their dimensions after the
   // first `row_axes`, in slot (row number mod `slots`) of `slots` rows.
-  void read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots = 1);
+  void read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots);
   Expr rewrite(const Expr& e);
 
   // The value of the element-wise `consumer` at `coords`, given the value of
