@@ -237,6 +237,14 @@ class GpuTiledKernel {
       if (may_overrun(an_.extents[a], reduce ? g_.step[a] : g_.block[a])) inside.push_back(values[a] < an_.extents[a]);
     }
     const Access& x = an_.accesses[size_t(i)];
+    // An index that is not affine with nonnegative coefficients (conv2d_transpose's (oh + pad - kh) / stride)
+    // leaves the tensor at tile positions the source's own select discards: the copy loads only inside it.
+    if (!x.affine)
+      for (size_t d = 0; d < x.indices.size(); ++d) {
+        const Expr at = substitute(x.indices[d], axes_at(values));
+        inside.push_back(at >= make_int(0));
+        inside.push_back(at < x.tensor.shape()[d]);
+      }
     Expr value = in_.reads->rewrite(substitute(x.read, axes_at(values)));
     Expr c = all_of(inside);
     if (c.defined()) value = select(c, value, make_float(0.0, x.read.dtype()));
