@@ -3,9 +3,17 @@
 #pragma once
 
 #include <cstdlib>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "construct/construct.h"
+#include "construct/roller.h"
+#include "driver/compile_schedule.h"
+#include "random_states.h"
+#include "schedule/schedule.h"
+#include "schedule/task.h"
 #include "test_util.h"
 
 namespace loom::test {
@@ -42,6 +50,36 @@ inline std::vector<OpCase> gpu_cases() {
       {"bias_add_gelu", {{"M", "3"}, {"N", "11"}}},
       {"channel_affine_relu", {{"N", "1"}, {"H", "3"}, {"W", "5"}, {"C", "7"}}},
   };
+}
+
+// The states both GPU tiers run, each named by where it came from: construction's top 3, Roller's top 1 and
+// `random` random legal states (walks of growing length, seeded by the case's name).
+inline std::vector<std::pair<std::string, State>> gpu_test_states(const Task& task, const HwSpec& hw,
+                                                                  const std::string& case_name, int random) {
+  std::vector<std::pair<std::string, State>> states;
+  for (const RankedState& r : construct_states(task, 3, {})) states.emplace_back("construct", r.state);
+  for (const State& s : roller_states(*task.anchor, hw, 1, 1)) states.emplace_back("roller", s);
+  std::mt19937_64 rng(std::hash<std::string>()(case_name));
+  for (int i = 0; i < random; ++i) states.emplace_back("random", random_state(*task.anchor, hw, rng, 6 + 3 * i));
+  return states;
+}
+
+// Compiles `state`, runs it on `inputs` and compares with the reference executor. A failure names the state
+// (and `from`, where it came from) and shows the kernel's source, its OpenCL twin when `opencl`. Returns where
+// the kernel ran; empty when the run threw (a fault: on CUDA the context is then unusable).
+inline std::string expect_state_matches(const Operator& op, const Task& task, const HwSpec& hw, const std::string& from,
+                                        const State& state, const std::vector<Buffer>& inputs, bool opencl,
+                                        int64_t max_points = 1 << 16) {
+  Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
+  const std::string label = from + " state " + state->str() + " on " + hw.name;
+  try {
+    CheckResult r = run_and_check(op, k, inputs, max_points);
+    EXPECT_TRUE(r.ok) << label << ": max_rel_err " << r.max_rel_err << "\n" << k.source(opencl);
+    return k.executed_on();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << label << ": " << e.what() << "\n" << k.source(opencl);
+    return "";
+  }
 }
 
 // LOOM_REQUIRE_OPENCL=1 / LOOM_REQUIRE_NVRTC=1 (set by tests/CMakeLists.txt where the build found them): a

@@ -1,11 +1,10 @@
 // GPU kernels checked without a GPU: every operator's GPU kernels (construct
 // top-3, roller top-1 and random legal GPU states) run as their OpenCL twin
 // (PoCL on the CPU) and are compared with the reference executor.
-#include "construct/construct.h"
-#include "construct/roller.h"
+#include "codegen/backend.h"
 #include "driver/compile_schedule.h"
 #include "gpu_cases.h"
-#include "random_states.h"
+#include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/opencl_runner.h"
 #include "schedule/schedule.h"
 #include "schedule/task.h"
@@ -38,23 +37,15 @@ TEST_P(OpenClKernels, ConstructRollerAndRandomStatesMatchTheReference) {
   const HwSpec hw = load_hwspec(std::hash<std::string>()(test::case_name(GetParam())) % 2 ? "h100" : "v100");
   Task task = make_task(op, hw, 1);
   const AnchorInfo& anchor = *task.anchor;
-  std::vector<std::pair<std::string, State>> states;
-  for (const RankedState& r : construct_states(task, 3, {})) states.emplace_back("construct", r.state);
-  for (const State& s : roller_states(anchor, hw, 1, 1)) states.emplace_back("roller", s);
-  std::mt19937_64 rng(std::hash<std::string>()(test::case_name(GetParam())));
-  for (int i = 0; i < kRandomStates; ++i)
-    states.emplace_back("random", test::random_state(anchor, hw, rng, 6 + 3 * i));
+  const auto states = test::gpu_test_states(task, hw, test::case_name(GetParam()), kRandomStates);
   auto inputs = random_inputs(op, 11);
   int staged = 0, vthreads = 0;
   for (const auto& [source, state] : states) {
     ASSERT_EQ(check_legal(*state, anchor, hw), "");
     for (int p : state->pack) staged += p >= 0;
     for (int a = 0; a < anchor.num_spatial; ++a) vthreads += state->tile[0][a] > state->tile[1][a];
-    Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
-    CheckResult r = test::run_and_check(op, k, inputs);
-    EXPECT_TRUE(r.ok) << source << " state " << state->str() << " on " << hw.name << ": max_rel_err "
-                      << r.max_rel_err << "\n" << k.source(true);
-    EXPECT_EQ(k.executed_on().rfind("opencl", 0), 0u) << k.executed_on();
+    const std::string ran_on = test::expect_state_matches(op, task, hw, source, state, inputs, true);
+    EXPECT_EQ(ran_on.rfind("opencl", 0), 0u) << ran_on;
   }
   // The states exercise what GPU lowering has to get right.
   if (anchor.is_reduction) EXPECT_GT(staged, 0) << "no state staged an input in shared memory";
@@ -81,6 +72,33 @@ TEST(OpenClKernels, SymbolicSizesAndEveryStrategyThroughCompile) {
     EXPECT_EQ(k.executed_on(), "opencl-cpu");
     EXPECT_NE(k.source().find("__global__"), std::string::npos) << "CUDA C expected";
     EXPECT_NE(k.source(true).find("__kernel"), std::string::npos) << "OpenCL C expected";
+  }
+}
+
+// A hand-lowered GPU function: one block of 4 threads, thread t copies X[t + shift] into Y[t] (4 floats each).
+LoweredFunc shifted_copy(int64_t shift) {
+  auto x = std::make_shared<BufferNode>(BufferNode{"X", DType::f32(), {make_int(4)}});
+  auto y = std::make_shared<BufferNode>(BufferNode{"Y", DType::f32(), {make_int(4)}});
+  Var block("block"), thread("thread");
+  Stmt copy = make_store(y, Expr(thread), make_load(x, Expr(thread) + make_int(shift)));
+  return {"shifted_copy", {x, y}, {}, make_gpu_launch("shifted_copy_0", make_int(1), 4, block, thread, copy)};
+}
+
+TEST(OpenClKernels, TheTwinReportsAnAccessOutsideItsBuffer) {
+  skip_without_opencl();
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFailure()) return;
+  if (cuda_device_available()) GTEST_SKIP() << "a CUDA device runs the kernels, not their OpenCL twin";
+  auto backend = codegen::make_backend(load_hwspec("h100"));
+  std::vector<float> x = {1, 2, 3, 4}, y(4, 0.0f);
+  void* buffers[] = {x.data(), y.data()};
+  backend->compile(shifted_copy(0))->call(buffers, nullptr);
+  EXPECT_EQ(y, x);
+  try {
+    backend->compile(shifted_copy(1))->call(buffers, nullptr);  // thread 3 reads X[4]
+    ADD_FAILURE() << "no fault reported";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("shifted_copy: a kernel accessed X outside its bounds"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "codegen/backend.h"
 #include "codegen/gpu/gpu_module.h"
+#include "codegen/gpu/gpu_source.h"
 #include "codegen/gpu/nvrtc.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/opencl_runner.h"
@@ -29,7 +30,7 @@ class GpuFunction : public CompiledFunction {
       device = "cuda";
       run_cuda(cubin(), call);
     } else {
-      device = run_opencl(module_.opencl_source, call);
+      device = run_checked_opencl(call);
       device = device.rfind("cpu", 0) == 0 ? "opencl-cpu" : "opencl-gpu";
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -71,6 +72,17 @@ class GpuFunction : public CompiledFunction {
     for (const GpuLaunchPlan& l : module_.launches)
       call.launches.push_back({l.kernel, uint64_t(l.grid.eval(sizes)), uint32_t(l.threads)});
     return call;
+  }
+
+  // The OpenCL twin, with its fault flag as the last buffer: a kernel that reached outside a buffer is loom's
+  // bug, reported as such rather than returned as results.
+  std::string run_checked_opencl(GpuCall call) const {
+    int32_t fault = 0;
+    call.buffers.push_back({&fault, sizeof fault, true});
+    std::string device = run_opencl(module_.opencl_source, call);
+    LOOM_INTERNAL_CHECK(fault == 0, "GPU function ", module_.name, ": a kernel accessed ",
+                        gpu_fault_buffer(module_.opencl_source, fault), " outside its bounds");
+    return device;
   }
 
   // Built for the device present, on first use.

@@ -8,6 +8,12 @@
 // (LoweredFunc::args), the global temporaries of the host program (heap
 // Allocates around the launches, outermost first), then the size variables
 // as 64-bit integers. Kernels are named by their launches.
+//
+// The OpenCL twin is bounds-checked, since it is what verifies kernels where
+// no GPU is: every buffer access (global, shared or local) and every vector
+// copy's alignment. Its kernels take one more buffer after the temporaries,
+// an int that a faulting access sets to its buffer's number (see
+// gpu_fault_buffer); CUDA C has neither.
 #pragma once
 
 #include <string>
@@ -20,6 +26,9 @@ namespace loom::codegen {
 enum class GpuDialect { Cuda, OpenCL };
 
 std::string print_gpu_source(const LoweredFunc& func, GpuDialect dialect);
+
+// The name of the buffer numbered `id` in the fault table of a checked (OpenCL) source.
+std::string gpu_fault_buffer(const std::string& opencl_source, int id);
 
 // The global temporaries of a GPU function's host program, outermost first.
 std::vector<BufferRef> gpu_temporaries(const LoweredFunc& func);
