@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,10 +14,12 @@
 namespace loom::test {
 
 // Runs `k` on `inputs` into fresh outputs and compares up to max_points
-// elements per output with the reference executor.
+// elements per output with the reference executor. The outputs start as all
+// ones bits (NaN in floating point): an element the kernel leaves unwritten fails.
 inline CheckResult run_and_check(const Operator& op, const Kernel& k, const std::vector<Buffer>& inputs,
                                  int64_t max_points = 1 << 16) {
   std::vector<Buffer> out = allocate_outputs(op, inputs);
+  for (const Buffer& b : out) std::memset(b.data(), 0xff, size_t(b.numel()) * b.dtype().bytes());
   k.run(inputs, out);
   CheckOptions co;
   co.max_points = max_points;
