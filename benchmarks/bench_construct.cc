@@ -207,6 +207,7 @@ struct LoomRun {
   std::vector<loom::Kernel> kernels;
   std::vector<std::vector<loom::Buffer>> inputs, outputs;
   double construct_ms = 0, codegen_ms = 0, measure_ms = 0;
+  std::string schedules;  // each kernel's chosen schedule, "; " between them
   bool ok = true;
   double max_err = 0;
   void run() const {
@@ -234,6 +235,7 @@ LoomRun compile_parts(const std::vector<Part>& parts, const std::string& strateg
     r.construct_ms += k.report().construct_ms;
     r.codegen_ms += k.report().codegen_ms;
     r.measure_ms += k.report().measure_ms;
+    r.schedules += (i ? "; " : "") + k.report().schedule;
     r.kernels.push_back(k);
     r.inputs.push_back(in);
     r.outputs.push_back(out);
@@ -349,7 +351,8 @@ int main(int argc, char** argv) {
                     {"onednn_implementation", base.empty() ? "" : base[0].implementation}, {"second_baseline", second},
                     {"second_gflops", blas}, {"construct1_roof_fraction", roof_frac},
                     {"construct1_construct_ms", runs[0].construct_ms}, {"construct10_construct_ms", runs[1].construct_ms},
-                    {"codegen_ms", runs[0].codegen_ms}, {"construct10_measure_ms", runs[1].measure_ms}});
+                    {"codegen_ms", runs[0].codegen_ms}, {"construct10_measure_ms", runs[1].measure_ms},
+                    {"construct1_schedule", runs[0].schedules}, {"construct10_schedule", runs[1].schedules}});
         csv << threads << "," << w.suite << ",\"" << w.name << "\"," << gflop << "," << c1 << "," << c10 << "," << r1
             << "," << r10 << "," << dn << "," << blas << "," << runs[0].construct_ms << "," << runs[1].construct_ms << ","
             << runs[0].codegen_ms << "," << runs[1].measure_ms << "," << c10 / dn << "," << c1 / dn << "," << c1 / r1
