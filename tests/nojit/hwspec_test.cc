@@ -9,8 +9,8 @@ namespace {
 
 TEST(HwSpec, EveryBundledSpecLoads) {
   std::vector<std::string> names = bundled_hwspec_names();
-  for (const char* expected : {"host", "sapphire_rapids", "skylake_avx512", "haswell_avx2", "v100", "a100", "h100",
-                               "rtx4090"})
+  for (const char* expected : {"host", "sapphire_rapids", "emerald_rapids", "skylake_avx512", "haswell_avx2", "v100",
+                               "a100", "h100", "rtx4090"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   for (const std::string& n : names) {
     HwSpec s = load_hwspec(n);
