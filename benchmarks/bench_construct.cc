@@ -368,6 +368,9 @@ int main(int argc, char** argv) {
             << dn << ",,,,,,,,,,,," << ok << "\n";
       }
       rows.push_back(row);
+      // Both files hold every workload measured so far: a run stopped early keeps what it measured.
+      csv.flush();
+      std::ofstream(json_path) << rows.dump(2) << "\n";
       std::fflush(stdout);
     }
     std::printf("\nsummary (%d thread(s)), geometric means:\n", threads);
@@ -388,7 +391,6 @@ int main(int argc, char** argv) {
     }
     for (auto& [suite, v] : ratio_fused) std::printf("  %-7s fused / unfused %.2f\n", suite.c_str(), geomean(v));
   }
-  std::ofstream(json_path) << rows.dump(2) << "\n";
   std::printf("\nwrote %s and %s\n", csv_path.c_str(), json_path.c_str());
   return 0;
 }
