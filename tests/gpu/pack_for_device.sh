@@ -6,6 +6,8 @@
 # runtime, which the target machine has (of the same version or newer).
 # There: unpack it, set LD_LIBRARY_PATH to its lib/ and LOOM_HWSPEC_DIR to
 # the checkout's hwspecs/, then run device_check.sh on its folder.
+# WITH_CPU_BENCH=1 adds loom_bench and its baselines (oneDNN, OpenBLAS), to
+# measure construction on the machine's CPU as well.
 #
 #   tests/gpu/pack_for_device.sh [BUILD_DIR=build] [OUT=loom-device.tar.xz]
 set -eu
@@ -18,6 +20,10 @@ PROGRAMS=("$BUILD/tests/loom_gpu_tests" "$BUILD/benchmarks/loom_bench_gpu" "$BUI
 cp "$BUILD/tests/loom_gpu_tests" "$STAGE/tests/"
 cp "$BUILD/benchmarks/loom_bench_gpu" "$STAGE/benchmarks/"
 cp "$BUILD/loom" "$STAGE/"
+if [ "${WITH_CPU_BENCH:-0}" = 1 ]; then
+  PROGRAMS+=("$BUILD/benchmarks/loom_bench")
+  cp "$BUILD/benchmarks/loom_bench" "$STAGE/benchmarks/"
+fi
 cp -a "$BUILD"/libloom.so* "$STAGE/lib/"
 ldd "${PROGRAMS[@]}" | awk '/=> \// {print $3}' | sort -u |
   grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
