@@ -5,7 +5,6 @@
 // itself without a device.
 #include "gpu_check/gpu_cases.h"
 #include "runtime/gpu/cuda_driver.h"
-#include "schedule/schedule.h"
 #include "schedule/task.h"
 
 namespace loom {

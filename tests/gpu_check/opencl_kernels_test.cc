@@ -2,7 +2,6 @@
 // top-3, roller top-1 and random legal GPU states) run as their OpenCL twin
 // (PoCL on the CPU) and are compared with the reference executor.
 #include "codegen/backend.h"
-#include "driver/compile_schedule.h"
 #include "gpu_cases.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/opencl_runner.h"

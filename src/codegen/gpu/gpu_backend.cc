@@ -24,13 +24,13 @@ class GpuFunction : public CompiledFunction {
   explicit GpuFunction(GpuModule m) : module_(std::move(m)) {}
 
   void call(void* const* buffers, const int64_t* sizes) const override {
-    const GpuCall call = make_call(buffers, sizes);
+    GpuCall call = make_call(buffers, sizes);
     std::string device;
     if (cuda_device_available()) {
       device = "cuda";
       run_cuda(cubin(), call);
     } else {
-      device = run_checked_opencl(call);
+      device = run_checked_opencl(std::move(call));
       device = device.rfind("cpu", 0) == 0 ? "opencl-cpu" : "opencl-gpu";
     }
     std::lock_guard<std::mutex> lock(mutex_);
