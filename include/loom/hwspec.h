@@ -25,6 +25,11 @@ struct CacheLevel {
   // Per core, read in runs of kScatteredRunBytes scattered over rows, where
   // no prefetcher helps; 0 when unknown (taken as bandwidth_gbs).
   double scattered_bandwidth_gbs = 0;
+  // Cycles a micro-kernel step pays beyond its compute when the lines it
+  // reads in place fall in one set of this cache, associativity + 0, 1,
+  // 2, ... of them (measured on L1). Empty when unknown: each line past the
+  // associativity is then refilled from the next level once a step.
+  std::vector<double> crowded_set_cycles;
 };
 
 struct CpuSpec {

@@ -239,6 +239,31 @@ int64_t way_bytes(const CacheLevel& c) {
   return std::max<int64_t>(c.line_bytes, c.size_bytes / std::max<int64_t>(1, c.associativity));
 }
 
+// Cycles a micro-kernel step pays when `lines` of the lines it reads in
+// place fall in one L1 set. Past the associativity the set thrashes: each
+// of its lines is a demand miss a step, refilled at L2's scattered rate.
+// At the associativity, or where the spec measured more (a table over
+// associativity + 0, 1, ..., extended along its last slope), the measured
+// figure.
+double crowded_step_cycles(const CpuSpec& cpu, int64_t lines) {
+  const CacheLevel& l1 = cpu.caches.front();
+  const int64_t excess = lines - l1.associativity;
+  if (excess < 0) return 0;
+  double thrash = 0;
+  if (excess > 0) {
+    const double l2_gbs = cpu.caches.size() > 1 ? cpu.caches[1].bandwidth_gbs : 0;
+    const double refill_bytes_per_cycle = l2_gbs > 0 ? l2_gbs / cpu.frequency_ghz / 2 : 16.0;
+    thrash = double(lines) * double(l1.line_bytes) / refill_bytes_per_cycle;
+  }
+  const std::vector<double>& measured = l1.crowded_set_cycles;
+  if (measured.empty()) return thrash;
+  const size_t last = measured.size() - 1;
+  const double slope = last > 0 ? std::max(0.0, measured[last] - measured[last - 1]) : 0.0;
+  const double probed = size_t(excess) <= last ? measured[size_t(excess)]
+                                               : measured[last] + slope * double(size_t(excess) - last);
+  return std::max(thrash, probed);
+}
+
 // 1 when the next micro-kernel call reads the same data tile of `x` again
 // (the innermost loop around the micro-kernel that runs more than once does
 // not move it), else 0: the tile then stays in L1 over many calls while
@@ -909,7 +934,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
 
   // L1 set conflicts: an unpacked access that reads R lines a fixed stride
   // apart per micro-kernel step maps them to way_bytes / gcd(stride, way)
-  // sets; more lines per set than ways and every step misses L1.
+  // sets; as many lines per set as ways or more, and steps miss L1.
   if (!cpu.caches.empty()) {
     const CacheLevel& l1 = cpu.caches.front();
     const int64_t way = way_bytes(l1);
@@ -920,7 +945,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       // together (a window's rows and columns can share sets that neither
       // crowds alone).
       const int64_t lines = tile_lines_per_set(s, an, x, l1.line_bytes, way);
-      if (lines > l1.associativity) est.penalty_s += steps * double(lines) * 4.0 / freq;
+      est.penalty_s += steps * crowded_step_cycles(cpu, lines) / freq;
       // Along a reduction axis the same happens over the micro-kernel's
       // reduction loop: R steps read lines a stride apart; when they crowd
       // a set, every step's lines come from L2 again. Steps a window slides

@@ -7,11 +7,14 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -69,6 +72,12 @@ double measure_ghz() {
   const long iters = calibrate(run, 1e-3);
   return 16.0 * double(iters) / best_seconds(run, iters, 5) * 1e-9;
 }
+
+// A set-crowding probe (below): one per row count.
+using CrowdedFn = float (*)(const float* a, size_t stride, const float* b, size_t b_mask, long passes);
+constexpr size_t kCrowdSteps = 256;  // a pass: 1 KiB down each row
+constexpr int kMaxCrowdRows = 40;
+constexpr int kCrowdExcess = 6;  // rows past the associativity measured: 0 to 5
 
 struct VectorProbes {
   int bits, chains;
@@ -151,6 +160,49 @@ struct VectorProbes {
     return s[0];                                                                                          \
   }
 
+// Set crowding: the steps of an outer-product micro-kernel over ROWS rows of
+// A read in place, `stride` floats apart: per step a broadcast from each row
+// into its own chain (ROWS past CHAINS share them) and one vector of B, B a
+// buffer beyond L1 cycled through (`b_mask` + 1 floats). Each row advances
+// one float a step, as A's rows do down the reduction.
+#define LOOM_CROWDED_PROBE(BITS, TARGET, VEC, SET1, FMADD, CHAINS)                                       \
+  template <int ROWS>                                                                                     \
+  __attribute__((target(TARGET), noinline)) float crowded_##BITS(const float* a, size_t stride,            \
+                                                                 const float* b, size_t b_mask, long passes) { \
+    constexpr int chains = ROWS < CHAINS ? ROWS : CHAINS;                                                 \
+    VEC acc[chains];                                                                                      \
+    for (int j = 0; j < chains; ++j) acc[j] = SET1(0.0f);                                                 \
+    size_t at = 0;                                                                                        \
+    for (long p = 0; p < passes; ++p)                                                                     \
+      for (size_t k = 0; k < kCrowdSteps; ++k) {                                                          \
+        const VEC v = *reinterpret_cast<const VEC*>(b + at);                                              \
+        at = (at + BITS / 32) & b_mask;                                                                   \
+        _Pragma("GCC unroll 64") for (int r = 0; r < ROWS; ++r) acc[r % chains] =                         \
+            FMADD(SET1(a[size_t(r) * stride + k]), v, acc[r % chains]);                                   \
+      }                                                                                                   \
+    VEC s = acc[0];                                                                                       \
+    for (int j = 1; j < chains; ++j) s += acc[j];                                                         \
+    return s[0];                                                                                          \
+  }                                                                                                       \
+  template <int... R>                                                                                     \
+  constexpr std::array<CrowdedFn, sizeof...(R)> crowded_table_##BITS(std::integer_sequence<int, R...>) {  \
+    return {&crowded_##BITS<R + 1>...};                                                                   \
+  }
+
+LOOM_CROWDED_PROBE(256, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, 12)
+LOOM_CROWDED_PROBE(512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 24)
+#undef LOOM_CROWDED_PROBE
+
+// The crowding probe of the widest vectors, by row count (1 to kMaxCrowdRows).
+std::array<CrowdedFn, kMaxCrowdRows> crowded_probes(int widest_bits) {
+  __builtin_cpu_init();
+  if (widest_bits >= 512 && __builtin_cpu_supports("avx512f"))
+    return crowded_table_512(std::make_integer_sequence<int, kMaxCrowdRows>());
+  if (widest_bits >= 256 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return crowded_table_256(std::make_integer_sequence<int, kMaxCrowdRows>());
+  return {};
+}
+
 LOOM_VECTOR_PROBES(128, "sse2,fma", __m128, _mm_set1_ps, _mm_fmadd_ps, 12)
 LOOM_VECTOR_PROBES(256, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, 12)
 LOOM_VECTOR_PROBES(512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 24)
@@ -167,6 +219,7 @@ std::vector<VectorProbes> vector_probes() {
 }
 #else
 std::vector<VectorProbes> vector_probes() { return {}; }
+std::array<CrowdedFn, kMaxCrowdRows> crowded_probes(int) { return {}; }
 #endif
 
 // A page-aligned buffer of `bytes`, filled, or null. The kernel populates
@@ -196,6 +249,43 @@ double read_gbs(Read read, const float* buffer, size_t bytes, double seconds, in
     return double(bytes) / std::min(first, best_seconds(run, 1, reps - 1)) * 1e-9;
   const long passes = calibrate(run, seconds);
   return double(bytes) * double(passes) / best_seconds(run, passes, reps) * 1e-9;
+}
+
+// Cycles a step pays when its rows crowd one L1 set: rows associativity + 0,
+// 1, ... one way apart (one set), against the same rows a way and a line
+// apart (a set each). Never decreasing: more rows in the set never cost
+// less, a dip is noise. Empty where no probe runs or the L1 geometry is
+// outside the probe's range.
+std::vector<double> crowded_set_cycles(int widest_bits, const std::vector<CacheLevel>& caches, double ghz) {
+  if (caches.empty() || ghz <= 0) return {};
+  const CacheLevel& l1 = caches.front();
+  const int64_t way = l1.size_bytes / std::max<int64_t>(1, l1.associativity);
+  if (l1.associativity + kCrowdExcess > kMaxCrowdRows || way < int64_t(kCrowdSteps * sizeof(float)) ||
+      way % l1.line_bytes != 0)
+    return {};
+  const std::array<CrowdedFn, kMaxCrowdRows> probes = crowded_probes(widest_bits);
+  if (!probes[0]) return {};
+  // B streams from beyond L1, as a packed panel does: twice L1, within half of L2.
+  const int64_t l2 = caches.size() > 1 ? caches[1].size_bytes : 4 * l1.size_bytes;
+  const size_t b_bytes = std::bit_floor(size_t(std::max(2 * l1.size_bytes, std::min<int64_t>(256 << 10, l2 / 2))));
+  const int max_rows = int(l1.associativity) + kCrowdExcess;
+  auto a = filled_buffer(size_t(max_rows * (way + l1.line_bytes) + 4096) & ~size_t(4095));
+  auto b = filled_buffer(b_bytes);
+  if (!a || !b) return {};
+  auto cycles_per_step = [&](int rows, int64_t stride_bytes) {
+    auto run = [&](long passes) {
+      g_sink = probes[rows - 1](a.get(), size_t(stride_bytes) / sizeof(float), b.get(), b_bytes / sizeof(float) - 1,
+                                passes);
+    };
+    const long passes = calibrate(run, 2e-4);
+    return best_seconds(run, passes, 5) * ghz * 1e9 / (double(passes) * kCrowdSteps);
+  };
+  std::vector<double> extra;
+  for (int rows = int(l1.associativity); rows < max_rows; ++rows) {
+    const double cost = cycles_per_step(rows, way) - cycles_per_step(rows, way + l1.line_bytes);
+    extra.push_back(std::max(std::round(cost * 100) / 100, extra.empty() ? 0.0 : extra.back()));
+  }
+  return extra;
 }
 
 }  // namespace
@@ -259,6 +349,7 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
       probe.dram_scattered_gbs = read_gbs(widest_scattered, buffer.get(), size_t(dram_bytes), 5e-3, 2);
     }
   }
+  probe.l1_crowded_set_cycles = crowded_set_cycles(widest_bits, caches, probe.frequency_ghz);
   probe.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return probe;
 }
@@ -280,6 +371,8 @@ void apply_probe(const HostProbe& probe, CpuSpec& cpu) {
   for (size_t i = 0; i < probe.cache_scattered_gbs.size() && i < cpu.caches.size(); ++i)
     if (probe.cache_scattered_gbs[i] > 0)
       cpu.caches[i].scattered_bandwidth_gbs = std::min(probe.cache_scattered_gbs[i], cpu.caches[i].bandwidth_gbs);
+  if (!probe.l1_crowded_set_cycles.empty() && !cpu.caches.empty())
+    cpu.caches.front().crowded_set_cycles = probe.l1_crowded_set_cycles;
   if (!probe.cache_gbs.empty() && probe.cache_gbs[0] > 0)
     cpu.load_bytes_per_cycle = std::clamp(int(std::lround(probe.cache_gbs[0] / cpu.frequency_ghz / 8)) * 8, 8, 4096);
   if (probe.dram_gbs > 0) {

@@ -1,7 +1,7 @@
 // Microbenchmarks for what cpuid and sysfs cannot tell about the host core:
 // the clock it actually runs at, FMA throughput and latency per vector width
-// (and FMAs fed by broadcasts), and read bandwidth from each cache level and
-// from DRAM.
+// (and FMAs fed by broadcasts), read bandwidth from each cache level and
+// from DRAM, and what rows read in place cost when they crowd one L1 set.
 //
 // Cycles are counted against a dependent chain of integer additions, which
 // take one cycle on every out-of-order core, so no vendor table and no
@@ -38,6 +38,10 @@ struct HostProbe {
   // 0 where not measured (L1 always).
   std::vector<double> cache_scattered_gbs;
   double dram_scattered_gbs = 0;
+  // Cycles an outer-product step pays beyond its FMAs when the rows of A it
+  // reads in place fall in one L1 set, associativity + 0, 1, 2, ... of
+  // them; empty where not measured.
+  std::vector<double> l1_crowded_set_cycles;
   double elapsed_ms = 0;
 };
 

@@ -145,7 +145,8 @@ HwSpec detect_host_structure() {
     if (lvl.size_bytes > 0) c.caches.push_back(lvl);
   }
   if (c.caches.empty()) {  // containers without sysfs cache info
-    c.caches = {{"L1d", 32 << 10, 64, 8, 1, 0}, {"L2", 1 << 20, 64, 16, 1, 0}, {"L3", 32 << 20, 64, 16, c.cores, 0}};
+    c.caches = {{"L1d", 32 << 10, 64, 8, 1, 0, 0, {}}, {"L2", 1 << 20, 64, 16, 1, 0, 0, {}},
+                {"L3", 32 << 20, 64, 16, c.cores, 0, 0, {}}};
   }
   return spec;
 }
@@ -207,7 +208,7 @@ std::string describe(const HostProbe& probe) {
 HwSpec measure_host() {
   HwSpec spec = detect_host_structure();
   const std::string key = cpu_model_text() + "vector_bits=" + std::to_string(spec.cpu.vector_bits) +
-                          " loom=" LOOM_VERSION " probe=4\n";
+                          " loom=" LOOM_VERSION " probe=5\n";
   std::string path;
   try {
     path = cache_directory() + "/host-" + fnv1a_hex(key) + ".yaml";
@@ -244,9 +245,12 @@ std::string hwspec_fingerprint(const HwSpec& s) {
      << c.fma_latency << ';' << c.vector_registers << ';' << c.frequency_ghz << ';' << c.peak_gflops_per_core << ';'
      << c.dram_bandwidth_gbs << ';' << c.dram_core_bandwidth_gbs << ';' << c.dram_core_scattered_bandwidth_gbs << ';'
      << c.load_bytes_per_cycle << ';' << c.broadcast_fma_cycles << ';';
-  for (const CacheLevel& l : c.caches)
+  for (const CacheLevel& l : c.caches) {
     os << l.name << ',' << l.size_bytes << ',' << l.line_bytes << ',' << l.associativity << ',' << l.shared_by_cores
-       << ',' << l.bandwidth_gbs << ',' << l.scattered_bandwidth_gbs << ';';
+       << ',' << l.bandwidth_gbs << ',' << l.scattered_bandwidth_gbs;
+    for (double cycles : l.crowded_set_cycles) os << ',' << cycles;
+    os << ';';
+  }
   for (const std::string& i : c.isa) os << i << ',';
   os << ';' << g.sms << ';' << g.warp_size << ';' << g.max_threads_per_block << ';' << g.max_threads_per_sm << ';'
      << g.max_blocks_per_sm << ';' << g.shared_memory_per_block << ';' << g.shared_memory_per_sm << ';'

@@ -69,13 +69,25 @@ class Reader {
                 double fallback, double minimum, double maximum) const {
     std::string s = text(map, where, key, required, "");
     if (s.empty() && !required) return fallback;
-    double v = 0;
-    std::istringstream is(s);
-    if (!(is >> v) || !is.eof() || !std::isfinite(v)) fail(join(where, key), "value '" + s + "' is not a number");
-    if (v < minimum || v > maximum)
-      fail(join(where, key), "value '" + s + "' is outside the physical range [" + shortest(minimum) + ", " +
-                                 shortest(maximum) + "]");
-    return v;
+    return parse_number(join(where, key), s, minimum, maximum);
+  }
+
+  // An optional list of at most `most` numbers, each in [minimum, maximum].
+  std::vector<double> numbers(const YAML::Node& map, const std::string& where, const std::string& key, size_t most,
+                              double minimum, double maximum) const {
+    YAML::Node list = map[key];
+    if (!list) return {};
+    const std::string field = join(where, key);
+    if (!list.IsSequence()) fail(field, "expected a list of numbers");
+    if (list.size() > most) fail(field, "has " + std::to_string(list.size()) + " entries, at most " +
+                                            std::to_string(most) + " allowed");
+    std::vector<double> values;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string item = field + "[" + std::to_string(i) + "]";
+      if (!list[i].IsScalar()) fail(item, "expected a number");
+      values.push_back(parse_number(item, list[i].Scalar(), minimum, maximum));
+    }
+    return values;
   }
 
   int64_t integer(const YAML::Node& map, const std::string& where, const std::string& key, bool required,
@@ -107,6 +119,16 @@ class Reader {
                                  std::to_string(maximum) + "] bytes");
     if (b != std::floor(b)) fail(join(where, key), "value '" + s + "' is not a whole number of bytes");
     return int64_t(b);
+  }
+
+  double parse_number(const std::string& field, const std::string& s, double minimum, double maximum) const {
+    double v = 0;
+    std::istringstream is(s);
+    if (!(is >> v) || !is.eof() || !std::isfinite(v)) fail(field, "value '" + s + "' is not a number");
+    if (v < minimum || v > maximum)
+      fail(field, "value '" + s + "' is outside the physical range [" + shortest(minimum) + ", " + shortest(maximum) +
+                      "]");
+    return v;
   }
 
   static std::string shortest(double v) {
@@ -180,7 +202,7 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
     const YAML::Node& cn = caches[i];
     r.only_keys(cn, where,
                 {"name", "size", "line_bytes", "associativity", "shared_by_cores", "bandwidth_gbs",
-                 "scattered_bandwidth_gbs"});
+                 "scattered_bandwidth_gbs", "crowded_set_cycles"});
     CacheLevel lvl;
     lvl.name = r.text(cn, where, "name");
     lvl.size_bytes = r.bytes(cn, where, "size", true, 0, 1024, int64_t(1) << 40);
@@ -192,6 +214,7 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
     lvl.bandwidth_gbs = r.number(cn, where, "bandwidth_gbs", false, 0.0, 0.0, 1e6);
     lvl.scattered_bandwidth_gbs = r.number(cn, where, "scattered_bandwidth_gbs", false, 0.0, 0.0, 1e6);
     r.at_most(where + ".scattered_bandwidth_gbs", lvl.scattered_bandwidth_gbs, "bandwidth_gbs", lvl.bandwidth_gbs);
+    lvl.crowded_set_cycles = r.numbers(cn, where, "crowded_set_cycles", 64, 0.0, 1e4);
     // Both products stay below 2^52: size <= 2^40, shared_by_cores <= 2^12.
     if (!c.caches.empty() && lvl.size_bytes * lvl.shared_by_cores <=
                                  c.caches.back().size_bytes * c.caches.back().shared_by_cores)
@@ -319,6 +342,8 @@ void emit_cpu(YAML::Emitter& out, const CpuSpec& c) {
     if (l.bandwidth_gbs > 0) out << YAML::Key << "bandwidth_gbs" << YAML::Value << l.bandwidth_gbs;
     if (l.scattered_bandwidth_gbs > 0)
       out << YAML::Key << "scattered_bandwidth_gbs" << YAML::Value << l.scattered_bandwidth_gbs;
+    if (!l.crowded_set_cycles.empty())
+      out << YAML::Key << "crowded_set_cycles" << YAML::Value << YAML::Flow << l.crowded_set_cycles;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

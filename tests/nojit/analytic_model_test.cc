@@ -270,6 +270,38 @@ TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
   EXPECT_GT(penalty(block, eight_way), 2 * penalty(block, wide));
 }
 
+TEST(AnalyticModel, RowsFillingAnL1SetPayWhatTheHostMeasured) {
+  // C = A B with A read in place, its rows 4 KiB apart (K = 1024): a
+  // register tile of R rows puts R lines into one set of a 32 KiB 8-way L1
+  // every step. With 8 rows the set is full: free unless the spec measured
+  // a cost there; with 9 it thrashes, every line refilled from L2, which
+  // costs more the slower L2 is, or what the spec measured if that is more.
+  const Task task = make_task(make_operator("matmul", {{"M", "360"}, {"N", "64"}, {"K", "1024"}}), with_l1_ways(8), 1);
+  auto block = [&](int rows) {
+    std::vector<std::string> steps = {"vectorize 1 16", "tile_grow 3 1"};
+    steps.insert(steps.end(), rows - 1, "tile_grow 3 0");
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[3][1], rows * 100 + 32) << s->str();
+    return s;
+  };
+  auto penalty = [&](const State& s, const std::vector<double>& measured, double l2_gbs) {
+    HwSpec spec = with_l1_ways(8);
+    spec.cpu.caches[0].crowded_set_cycles = measured;
+    spec.cpu.caches[1].bandwidth_gbs = l2_gbs;
+    return estimate(*task.anchor, *s, spec, 1).penalty_s;
+  };
+  const State full = block(8), over = block(9);
+  const double steps = 360.0 * 64 * 1024 / (8 * 32), freq_hz = with_l1_ways(8).cpu.frequency_ghz * 1e9;
+  EXPECT_NEAR(penalty(full, {2.0}, 100) - penalty(full, {}, 100), steps * 2.0 / freq_hz, 1e-9);
+  EXPECT_NEAR(penalty(full, {0, 0}, 100), penalty(full, {}, 100), 1e-12);
+  EXPECT_GT(penalty(over, {}, 50), penalty(over, {}, 100) * 1.2);
+  // Past its last entry a measured table follows its last slope: 10 lines
+  // against a table of 0 and 1000 cycles a step for 8 and 9: 2000 cycles.
+  const State ten = block(10);
+  EXPECT_NEAR(penalty(ten, {0, 1000.0}, 0) - penalty(ten, {}, 0), (2000.0 - 10 * 64 / 16.0) * steps * 8 / 10 / freq_hz,
+              1e-9);
+}
+
 TEST(AnalyticModel, RowsAPowerOfTwoApartStayOnlyInTheSetsTheyMapTo) {
   // C = A B, register tile 4 x 24, swept down 512 rows of A and C per L2
   // tile (k = 64): 182 KiB, within a 256 KiB L2. With A's rows 3 KiB apart

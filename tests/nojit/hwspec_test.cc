@@ -73,6 +73,15 @@ TEST(HwSpec, HostIsDetected) {
   // margin for the clock measured apart), no slower than a few cycles each.
   EXPECT_GT(c.broadcast_fma_cycles, 0.8 / c.fma_units);
   EXPECT_LT(c.broadcast_fma_cycles, 4.0);
+  // Rows crowding one L1 set: measured at the associativity and past it
+  // (on cores with AVX2 and an L1 the probe covers), more rows never
+  // costing less.
+  const std::vector<double>& crowded = c.caches[0].crowded_set_cycles;
+  if (__builtin_cpu_supports("avx2") && c.caches[0].associativity <= 32) {
+    ASSERT_EQ(crowded.size(), 6u);
+    EXPECT_GE(crowded[0], 0);
+    for (size_t i = 1; i < crowded.size(); ++i) EXPECT_GE(crowded[i], crowded[i - 1]);
+  }
 #endif
 }
 
@@ -169,6 +178,30 @@ TEST(HwSpec, ScatteredBandwidthsAreReadAndPrinted) {
   HwSpec other = s;
   other.cpu.dram_core_scattered_bandwidth_gbs = 5;
   EXPECT_NE(hwspec_fingerprint(other), hwspec_fingerprint(s));
+}
+
+TEST(HwSpec, CrowdedSetCostsAreReadPrintedAndRanged) {
+  const std::string text = replace(kGoodCpu, "{name: L1d, size: 32KiB, associativity: 8}",
+                                   "{name: L1d, size: 32KiB, associativity: 8, crowded_set_cycles: [0, 0.5, 2.25]}");
+  const HwSpec s = parse_hwspec_yaml(text, "t.yaml");
+  EXPECT_EQ(s.cpu.caches[0].crowded_set_cycles, (std::vector<double>{0, 0.5, 2.25}));
+  EXPECT_TRUE(s.cpu.caches[1].crowded_set_cycles.empty());
+  const HwSpec again = parse_hwspec_yaml(hwspec_to_yaml(s), "printed");
+  EXPECT_EQ(again.cpu.caches[0].crowded_set_cycles, s.cpu.caches[0].crowded_set_cycles);
+  EXPECT_EQ(hwspec_fingerprint(again), hwspec_fingerprint(s));
+  EXPECT_NE(hwspec_fingerprint(parse_hwspec_yaml(kGoodCpu, "t.yaml")), hwspec_fingerprint(s));
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "0.5", "-1"), "f.yaml"),
+                    "field 'cpu.caches[0].crowded_set_cycles[1]': value '-1' is outside the physical range");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "0.5", "slow"), "f.yaml"),
+                    "field 'cpu.caches[0].crowded_set_cycles[1]': value 'slow' is not a number");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[0, 0.5, 2.25]", "3"), "f.yaml"),
+                    "field 'cpu.caches[0].crowded_set_cycles': expected a list of numbers");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[0, 0.5, 2.25]", "[[1]]"), "f.yaml"),
+                    "field 'cpu.caches[0].crowded_set_cycles[0]': expected a number");
+  std::string many = "[0";
+  for (int i = 0; i < 64; ++i) many += ", 1";
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[0, 0.5, 2.25]", many + "]"), "f.yaml"),
+                    "field 'cpu.caches[0].crowded_set_cycles': has 65 entries, at most 64 allowed");
 }
 
 // The text of a bundled spec, to edit.
