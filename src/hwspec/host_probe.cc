@@ -77,7 +77,7 @@ double measure_ghz() {
 using CrowdedFn = float (*)(const float* a, size_t stride, const float* b, size_t b_mask, long passes);
 constexpr size_t kCrowdSteps = 256;  // a pass: 1 KiB down each row
 constexpr int kMaxCrowdRows = 40;
-constexpr int kCrowdExcess = 6;  // rows past the associativity measured: 0 to 5
+constexpr int kCrowdExcess = 4;  // rows past the associativity measured: 0 to 3
 
 struct VectorProbes {
   int bits, chains;
@@ -277,13 +277,13 @@ std::vector<double> crowded_set_cycles(int widest_bits, const std::vector<CacheL
       g_sink = probes[rows - 1](a.get(), size_t(stride_bytes) / sizeof(float), b.get(), b_bytes / sizeof(float) - 1,
                                 passes);
     };
-    const long passes = calibrate(run, 2e-4);
-    return best_seconds(run, passes, 5) * ghz * 1e9 / (double(passes) * kCrowdSteps);
+    const long passes = calibrate(run, 1.5e-4);
+    return best_seconds(run, passes, 3) * ghz * 1e9 / (double(passes) * kCrowdSteps);
   };
   std::vector<double> extra;
   for (int rows = int(l1.associativity); rows < max_rows; ++rows) {
     const double cost = cycles_per_step(rows, way) - cycles_per_step(rows, way + l1.line_bytes);
-    extra.push_back(std::max(std::round(cost * 100) / 100, extra.empty() ? 0.0 : extra.back()));
+    extra.push_back(std::max(extra.empty() ? 0.0 : extra.back(), std::round(cost * 100) / 100));
   }
   return extra;
 }
