@@ -241,10 +241,11 @@ int64_t way_bytes(const CacheLevel& c) {
 
 // Cycles a micro-kernel step pays when `lines` of the lines it reads in
 // place fall in one L1 set. Past the associativity the set thrashes: each
-// of its lines is a demand miss a step, refilled at L2's scattered rate.
-// At the associativity, or where the spec measured more (a table over
-// associativity + 0, 1, ..., extended along its last slope), the measured
-// figure.
+// of its lines is a demand miss a step, refilled at half of L2's streaming
+// rate (4 cycles a line on a Zen 4 core; 16 bytes a cycle where the spec
+// has no L2 bandwidth). At the associativity, or where the spec measured
+// more (a table over associativity + 0, 1, ..., extended along its last
+// slope), the measured figure.
 double crowded_step_cycles(const CpuSpec& cpu, int64_t lines) {
   const CacheLevel& l1 = cpu.caches.front();
   const int64_t excess = lines - l1.associativity;

@@ -13,12 +13,14 @@ const char* to_string(ForKind kind) {
     case ForKind::Vectorized: return "vectorized for";
     case ForKind::Unrolled: return "unrolled for";
     case ForKind::Scalar: return "scalar for";
+    case ForKind::Transposed: return "transposed for";
   }
   return "?";
 }
 
 Stmt make_for(Var var, Expr extent, ForKind kind, Stmt body, int lanes, int unroll_hint, bool masked_remainder) {
-  LOOM_INTERNAL_CHECK(kind != ForKind::Vectorized || lanes > 1, "vectorized loop needs lanes > 1");
+  LOOM_INTERNAL_CHECK((kind != ForKind::Vectorized && kind != ForKind::Transposed) || lanes > 1,
+                      "vectorized or transposed loop needs lanes > 1");
   LOOM_INTERNAL_CHECK(kind != ForKind::Unrolled || extent.as_const_int(), "unrolled loop needs a constant extent");
   return std::make_shared<ForNode>(std::move(var), std::move(extent), kind, lanes, std::move(body), unroll_hint,
                                    masked_remainder);

@@ -23,7 +23,11 @@ namespace loom {
 
 // Scalar: a serial loop the code generator must not vectorize (one whose
 // accesses are strided on one side, where vectors would gather or scatter).
-enum class ForKind { Serial, Parallel, Vectorized, Unrolled, Scalar };
+// Transposed: a loop over j whose body is one loop over k around one store,
+// dst contiguous along j and its value read along k: copied in blocks of
+// `lanes` x `lanes` (vectors along k, transposed in registers, stored along
+// j); extents that are not whole blocks run as scalar loops.
+enum class ForKind { Serial, Parallel, Vectorized, Unrolled, Scalar, Transposed };
 enum class StmtKind { For, Store, Seq, Allocate, IfThenElse, Barrier, GpuLaunch };
 // Heap and Stack: CPU scratch (host heap, or the stack when small and constant);
 // Heap is device global memory in a GPU program. Shared: a GPU block's shared
@@ -51,7 +55,7 @@ struct ForNode : StmtNode {
   Var var;
   Expr extent;
   ForKind for_kind;
-  int lanes;  // Vectorized: vector width; otherwise 1
+  int lanes;  // Vectorized: vector width; Transposed: block size; otherwise 1
   Stmt body;
   int unroll_hint;  // Serial: partial unroll factor for the code generator (0: none)
   // Vectorized: the last, partial vector runs as one vector with masked

@@ -240,8 +240,9 @@ TEST(States, PacksFillRegisterTilesWithoutDivision) {
 // vectors where the source is contiguous along the row too (a matmul's B);
 // where the pack transposes (a dense layer's weights, contiguous along K),
 // a cache line of the source along K at a time, each row's line used whole,
-// scalar copies innermost. No loop of a pack is one LLVM may turn into
-// gathers or scatters. Odd sizes, so rows, lines and regions are cut short;
+// in blocks transposed through registers (scalar copies where the sizes are
+// not whole blocks). No loop of a pack is one LLVM may turn into gathers or
+// scatters. Odd sizes, so rows, lines and regions are cut short;
 // every kernel matches the reference.
 TEST(States, PacksWriteWholeRowsInnermost) {
   for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")})
@@ -272,7 +273,7 @@ TEST(States, PacksWriteWholeRowsInnermost) {
             EXPECT_NE(lines[l - 1].find("vectorized for v_j_in in"), std::string::npos) << k.report().loop_ir;
           } else {
             EXPECT_NE(lines[l - 1].find("scalar for v_k_in in"), std::string::npos) << k.report().loop_ir;
-            EXPECT_NE(lines[l - 2].find("scalar for v_j_in in"), std::string::npos) << k.report().loop_ir;
+            EXPECT_NE(lines[l - 2].find("transposed for v_j_in in"), std::string::npos) << k.report().loop_ir;
           }
           for (size_t o = l - 1; o > 0 && lines[o].find(" v_") != std::string::npos; --o)
             EXPECT_NE(lines[o].compare(lines[o].find_first_not_of(' '), 6, "for v_"), 0)
@@ -282,6 +283,30 @@ TEST(States, PacksWriteWholeRowsInnermost) {
       }
       EXPECT_GE(checked, 2) << name << ": too few sampled states pack the weights along the vector axis";
     }
+}
+
+// A dense layer's weights, packed with whole blocks of a register tile's
+// vectors by a cache line along K: each block is copied through registers
+// (loads along K, shuffles, stores along N), on 16 lanes and on 8 (16-lane
+// lines: two blocks). M is odd; every kernel matches the reference.
+TEST(States, TransposingPacksCopyWholeBlocksThroughRegisters) {
+  for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")}) {
+    Operator op = make_operator("dense", {{"M", "13"}, {"N", "96"}, {"K", "80"}});
+    Task task = make_task(op, hw, 1);
+    auto inputs = random_inputs(op, 3);
+    std::mt19937_64 rng(17);
+    int transposed = 0;
+    for (int sample = 0; sample < 600 && transposed < 3; ++sample) {
+      State state = random_state(*task.anchor, hw, rng, 6 + sample % 10);
+      if (state->pack[1] < 0 || state->vec_axis != 1 || state->vec_width < 8) continue;
+      Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
+      EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str() << "\n" << k.report().loop_ir;
+      if (k.report().loop_ir.find("transposed for") == std::string::npos) continue;
+      if (k.llvm_ir().find("shufflevector") == std::string::npos) continue;  // blocks cut short
+      ++transposed;
+    }
+    EXPECT_GE(transposed, 2) << hw.name << ": too few sampled states transpose whole blocks";
+  }
 }
 
 // A packed operand the micro-kernel reads in vectors along the reduction

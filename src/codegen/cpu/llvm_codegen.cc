@@ -200,13 +200,14 @@ class FunctionEmitter {
     LOOM_INTERNAL_CHECK(!is_vec(extent), "loop extent varies across vector lanes: ", f->extent.str());
     if (f->for_kind == ForKind::Parallel && !in_parallel_) return parallel_loop(f, extent);
     if (f->for_kind == ForKind::Vectorized && lanes_ == 1) return vectorized_loop(f, extent);
+    if (f->for_kind == ForKind::Transposed && lanes_ == 1 && transposed_loop(f, extent)) return;
     // A loop around a register tile is unrolled as the schedule says and no
     // further: unrolled by LLVM, a window's reduction loop would share input
     // loads between its copies and keep them live beside the accumulators
     // (spills on a 16-register file that the schedule's tile fits).
     const int unroll = f->unroll_hint > 1 ? f->unroll_hint : wraps_unrolled_loop(f->body) ? -1 : 0;
     counted_loop(f->var.get(), b_.getInt64(0), extent, 1, [&] { stmt(f->body); }, unroll,
-                 f->for_kind != ForKind::Scalar);
+                 f->for_kind != ForKind::Scalar && f->for_kind != ForKind::Transposed);
   }
 
   static bool wraps_unrolled_loop(const Stmt& s) {
@@ -249,6 +250,68 @@ class FunctionEmitter {
     masked_vector(f, begin, rest, f->lanes);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
+  }
+
+  // A transposing copy in blocks of L x L (ForKind::Transposed): per block,
+  // L vectors of the value along k (one per j), transposed in registers by
+  // log2(L) rounds of two-input shuffles (round d swaps the off-diagonal
+  // d x d sub-blocks of every 2d x 2d block), then stored as L vectors
+  // along j. False, emitting nothing, where the loops are not whole blocks.
+  bool transposed_loop(const ForNode* f, Value* extent) {
+    const int L = f->lanes;
+    const ForNode* inner = f->body ? f->body->as<ForNode>() : nullptr;
+    const StoreNode* st = inner ? inner->body->as<StoreNode>() : nullptr;
+    if (!st || tail_mask_ || (L & (L - 1)) || uses_var(inner->extent, f->var.get())) return false;
+    auto* rows = llvm::dyn_cast<llvm::ConstantInt>(extent);
+    auto* cols = llvm::dyn_cast<llvm::ConstantInt>(expr(inner->extent));
+    if (!rows || !cols || rows->getSExtValue() % L || cols->getSExtValue() % L) return false;
+    const ExprNode* j = f->var.get();
+    const ExprNode* k = inner->var.get();
+    counted_loop(j, b_.getInt64(0), extent, L, [&] {
+      counted_loop(k, b_.getInt64(0), cols, L, [&] {
+        Value* j0 = vars_.at(j);
+        Value* k0 = vars_.at(k);
+        std::vector<Value*> block;
+        lanes_ = L;
+        {
+          const ScopedVar scoped(vars_, j);
+          vec_var_ = k;
+          for (int r = 0; r < L; ++r) {
+            vars_[j] = b_.CreateAdd(j0, b_.getInt64(r));
+            block.push_back(splat(expr(st->value), L));
+          }
+        }
+        transpose_in_registers(block);
+        {
+          const ScopedVar scoped(vars_, k);
+          vec_var_ = j;
+          for (int c = 0; c < L; ++c) {
+            vars_[k] = b_.CreateAdd(k0, b_.getInt64(c));
+            store_value(st, block[size_t(c)]);
+          }
+        }
+        vec_var_ = nullptr;
+        lanes_ = 1;
+      }, 0, false);
+    }, 0, false);
+    return true;
+  }
+
+  void transpose_in_registers(std::vector<Value*>& rows) {
+    const int L = int(rows.size());
+    for (int d = 1; d < L; d *= 2)
+      for (int i = 0; i < L; ++i) {
+        if (i & d) continue;
+        std::vector<int> low(rows.size()), high(rows.size());
+        for (int p = 0; p < L; ++p) {
+          low[size_t(p)] = p & d ? L + p - d : p;
+          high[size_t(p)] = p & d ? L + p : p + d;
+        }
+        Value* a = rows[size_t(i)];
+        Value* b = rows[size_t(i + d)];
+        rows[size_t(i)] = b_.CreateShuffleVector(a, b, low);
+        rows[size_t(i + d)] = b_.CreateShuffleVector(a, b, high);
+      }
   }
 
   // The vector widths a vectorized loop of `lanes` runs in: its own, then
@@ -394,10 +457,12 @@ class FunctionEmitter {
     b_.SetInsertPoint(after_bb);
   }
 
-  void store(const StoreNode* s) {
+  void store(const StoreNode* s) { store_value(s, expr(s->value)); }
+
+  // `s` with its value already evaluated.
+  void store_value(const StoreNode* s, Value* value) {
     Value* base = bufs_.at(s->buffer.get());
     Type* elt = scalar_type(s->buffer->dtype);
-    Value* value = expr(s->value);
     if (lanes_of(s->index) == 1) {
       LOOM_INTERNAL_CHECK(!is_vec(value), "vector value stored to one element of ", s->buffer->name);
       b_.CreateAlignedStore(value, b_.CreateGEP(elt, base, expr(s->index)), llvm::Align(kElementAlign));
