@@ -2,6 +2,7 @@
 // result: random legal states (random walks over the primitives) for every
 // operator, each compiled and compared with the reference executor; plus
 // the strategies' own top candidates, and state replay/serialization.
+#include <functional>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -285,26 +286,40 @@ TEST(States, PacksWriteWholeRowsInnermost) {
     }
 }
 
+// Random states of a dense layer of `sizes` on `hw` that `wanted` accepts,
+// compiled and checked against the reference, until `enough` of them pass
+// `counts` (or 3000 are drawn): how many did.
+int count_sampled_dense_states(const HwSpec& hw, const std::map<std::string, std::string>& sizes, uint64_t seed,
+                               int enough, const std::function<bool(const State&)>& wanted,
+                               const std::function<bool(const Kernel&)>& counts) {
+  Operator op = make_operator("dense", sizes);
+  Task task = make_task(op, hw, 1);
+  auto inputs = random_inputs(op, 3);
+  std::mt19937_64 rng(seed);
+  int counted = 0;
+  for (int sample = 0; sample < 3000 && counted < enough; ++sample) {
+    State state = random_state(*task.anchor, hw, rng, 6 + sample % 10);
+    if (!wanted(state)) continue;
+    Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
+    EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str() << "\n" << k.report().loop_ir;
+    counted += counts(k);
+  }
+  return counted;
+}
+
 // A dense layer's weights, packed with whole blocks of a register tile's
 // vectors by a cache line along K: each block is copied through registers
 // (loads along K, shuffles, stores along N), on 16 lanes and on 8 (16-lane
 // lines: two blocks). M is odd; every kernel matches the reference.
 TEST(States, TransposingPacksCopyWholeBlocksThroughRegisters) {
   for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")}) {
-    Operator op = make_operator("dense", {{"M", "13"}, {"N", "96"}, {"K", "80"}});
-    Task task = make_task(op, hw, 1);
-    auto inputs = random_inputs(op, 3);
-    std::mt19937_64 rng(17);
-    int transposed = 0;
-    for (int sample = 0; sample < 600 && transposed < 3; ++sample) {
-      State state = random_state(*task.anchor, hw, rng, 6 + sample % 10);
-      if (state->pack[1] < 0 || state->vec_axis != 1 || state->vec_width < 8) continue;
-      Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
-      EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str() << "\n" << k.report().loop_ir;
-      if (k.report().loop_ir.find("transposed for") == std::string::npos) continue;
-      if (k.llvm_ir().find("shufflevector") == std::string::npos) continue;  // blocks cut short
-      ++transposed;
-    }
+    const int transposed = count_sampled_dense_states(
+        hw, {{"M", "13"}, {"N", "96"}, {"K", "80"}}, 17, 3,
+        [](const State& s) { return s->pack[1] >= 0 && s->vec_axis == 1 && s->vec_width >= 8; },
+        [](const Kernel& k) {  // not where blocks are cut short
+          return k.report().loop_ir.find("transposed for") != std::string::npos &&
+                 k.llvm_ir().find("shufflevector") != std::string::npos;
+        });
     EXPECT_GE(transposed, 2) << hw.name << ": too few sampled states transpose whole blocks";
   }
 }
@@ -316,21 +331,15 @@ TEST(States, TransposingPacksCopyWholeBlocksThroughRegisters) {
 // 3.8x slower packed than unpacked). Odd sizes; every kernel matches the
 // reference.
 TEST(States, PackedOperandsReadAlongAVectorizedReductionAreLoads) {
-  const HwSpec hw = detect_host_cpu();
-  Operator op = make_operator("dense", {{"M", "13"}, {"N", "19"}, {"K", "83"}});
-  Task task = make_task(op, hw, 1);
-  auto inputs = random_inputs(op, 5);
-  std::mt19937_64 rng(5);
-  int checked = 0;
-  for (int sample = 0; sample < 3000 && checked < 3; ++sample) {
-    State state = random_state(*task.anchor, hw, rng, 6 + sample % 10);
-    if (state->pack[0] < 0 || state->vec_axis != 2 || state->vec_width < 4 || state->tile[state->reg_level()][0] < 2)
-      continue;
-    ++checked;
-    Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
-    EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str();
-    EXPECT_EQ(k.llvm_ir().find("masked.gather"), std::string::npos) << state->str() << "\n" << k.report().loop_ir;
-  }
+  const int checked = count_sampled_dense_states(
+      detect_host_cpu(), {{"M", "13"}, {"N", "19"}, {"K", "83"}}, 5, 3,
+      [](const State& s) {
+        return s->pack[0] >= 0 && s->vec_axis == 2 && s->vec_width >= 4 && s->tile[s->reg_level()][0] >= 2;
+      },
+      [](const Kernel& k) {
+        EXPECT_EQ(k.llvm_ir().find("masked.gather"), std::string::npos) << k.report().loop_ir;
+        return true;
+      });
   EXPECT_GE(checked, 2) << "too few sampled states pack X and vectorize along K";
 }
 

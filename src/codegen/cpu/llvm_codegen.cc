@@ -256,7 +256,8 @@ class FunctionEmitter {
   // L vectors of the value along k (one per j), transposed in registers by
   // log2(L) rounds of two-input shuffles (round d swaps the off-diagonal
   // d x d sub-blocks of every 2d x 2d block), then stored as L vectors
-  // along j. False, emitting nothing, where the loops are not whole blocks.
+  // along j. False where the loops are not whole blocks: they then run as
+  // scalar loops.
   bool transposed_loop(const ForNode* f, Value* extent) {
     const int L = f->lanes;
     const ForNode* inner = f->body ? f->body->as<ForNode>() : nullptr;
