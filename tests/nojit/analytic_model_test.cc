@@ -703,8 +703,9 @@ TEST(AnalyticModel, ConstructionRanksTheStatesItEmits) {
 TEST(AnalyticModel, TopOneIsTheFirstOfTopTen) {
   const Operator conv = make_operator("conv2d", {{"N", "1"}, {"H", "7"}, {"W", "7"}, {"CI", "512"}, {"CO", "512"},
                                                  {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
-  const Operator depthwise = make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "75"}, {"W", "75"}, {"C", "88"},
-                                                                {"KH", "5"}, {"KW", "5"}, {"stride", "2"}, {"pad", "2"}});
+  const Operator depthwise = make_operator(
+      "depthwise_conv2d",
+      {{"N", "1"}, {"H", "75"}, {"W", "75"}, {"C", "88"}, {"KH", "5"}, {"KW", "5"}, {"stride", "2"}, {"pad", "2"}});
   for (const std::string& name : {"zen5_server", "sapphire_rapids", "haswell_avx2", "emerald_rapids"})
     for (const Operator& op : {conv, depthwise}) {
       const Task task = make_task(op, load_hwspec(name), 1);
