@@ -5,11 +5,17 @@
 // how far the model's first pick is from the fastest state measured.
 //
 //   loom_bench_model_rank [--k=40] [--specs=host,host256] [--only=OP] [--json=FILE]
-//                         [--shape=OP:NAME=V,NAME=V...] [--show=N]
+//                         [--shape=OP:NAME=V,NAME=V...] [--show=N] [--records=FILE]
+//   loom_bench_model_rank --rescore=FILE --specs=SPEC [--only=OP] [--json=FILE]
 //
 // --shape ranks that one shape instead of the list; --show prints each
 // shape's first N states with predicted and measured times and the model's
-// terms (to see where it mis-ranks).
+// terms (to see where it mis-ranks). --records appends every state timed as
+// a tuning record (search/records.h: its steps and times). --rescore times
+// nothing: it ranks the states of such a file, measured on another machine
+// (one no longer at hand), by this build's model under SPEC (that machine's
+// spec, as `loom hwspecs show host` printed it there), so that a change to
+// the model is judged against that machine's measurements.
 // Specs: `host` is the detected (measured) host; `host256` is the same core
 // restricted to AVX2 (vector_bits 256, 16 registers, no avx512f: the kernels
 // are compiled as AVX2 code), with FMA figures re-measured at 256 bits; any
@@ -21,10 +27,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "construct/analytic_model.h"
 #include "construct/construct.h"
 #include "hwspec/host_probe.h"
 #include "loom/loom.h"
 #include "search/measurer.h"
+#include "search/records.h"
 
 namespace {
 
@@ -102,11 +110,124 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
 }
 
+// One shape's row of the table (and of the JSON) from its states' predicted and measured times, the model's
+// first pick first.
+struct Ranking {
+  std::vector<double> rhos, picks;
+  nlohmann::json rows = nlohmann::json::array();
+  void add(const std::string& spec, const std::string& label, const std::vector<double>& predicted,
+           const std::vector<double>& measured, double flops) {
+    if (measured.empty()) return;
+    const double best = *std::min_element(measured.begin(), measured.end());
+    const size_t first = size_t(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+    const double rho = spearman(predicted, measured), pick = best / measured[first];
+    const double gflops = flops / (best * 1e6);
+    std::printf("%-44.44s %6zu %9.2f %12.2f %12.1f\n", label.c_str(), measured.size(), rho, pick, gflops);
+    std::fflush(stdout);
+    rhos.push_back(rho);
+    picks.push_back(pick);
+    rows.push_back({{"spec", spec}, {"shape", label}, {"states", measured.size()}, {"spearman", rho},
+                    {"top1_over_best", pick}, {"best_gflops", gflops}});
+  }
+  void summary(const std::string& spec) {
+    if (rhos.empty()) {
+      std::printf("spec %s: no shape ranked\n", spec.c_str());
+      return;
+    }
+    double mean_rho = 0, geo_pick = 0;
+    for (double r : rhos) mean_rho += r / double(rhos.size());
+    for (double p : picks) geo_pick += std::log(p) / double(picks.size());
+    std::printf("spec %s: mean spearman %.2f, model's first pick at %.2f of the best (geomean)\n", spec.c_str(),
+                mean_rho, std::exp(geo_pick));
+    rhos.clear();
+    picks.clear();
+  }
+};
+
+void print_header(const std::string& name, const loom::HwSpec& spec) {
+  std::printf("\n=== spec %s: %d-bit, %d FMA units, peak %.1f GFLOP/s ===\n", name.c_str(), spec.cpu.vector_bits,
+              spec.cpu.fma_units, spec.cpu.peak_gflops_per_core);
+  std::printf("%-44s %6s %9s %12s %12s\n", "shape", "states", "spearman", "top1/best", "best GFLOP/s");
+}
+
+// Construction's top k states of each shape, timed here.
+void rank_measured(const std::string& name, int k, const std::vector<Shape>& list, const std::string& only,
+                   size_t show, loom::RecordWriter* records, Ranking& ranking) {
+  const loom::HwSpec spec = spec_named(name);
+  print_header(name, spec);
+  for (const Shape& shape : list) {
+    if (!only.empty() && shape.op != only) continue;
+    loom::Operator op = loom::make_operator(shape.op, shape.params);
+    loom::Task task = loom::make_task(op, spec, 1);
+    std::vector<loom::Candidate> batch;
+    const std::vector<loom::RankedState> ranked = loom::construct_states(task, k, {});
+    for (const loom::RankedState& r : ranked) batch.push_back(loom::make_candidate(task, r.state, r.estimate.seconds));
+    loom::MeasureOptions mo;
+    mo.isolate = false;
+    mo.min_pass_ms = 10;
+    mo.prune_ratio = 1e9;  // every state timed in full: the ranking is the point
+    std::vector<loom::MeasureResult> results = loom::Measurer(task, mo).measure(batch);
+    std::vector<double> predicted, measured;
+    std::vector<loom::Record> timed;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      timed.push_back(loom::make_record(task, "construct", batch[i], results[i]));
+      if (!results[i].ok()) continue;
+      predicted.push_back(batch[i].predicted_s);
+      measured.push_back(results[i].time_ms);
+    }
+    if (records) records->append(timed);
+    for (size_t i = 0; i < std::min(show, batch.size()); ++i)
+      std::printf("  #%zu measured %.4f ms  %s\n      %s\n", i, results[i].ok() ? results[i].time_ms : NAN,
+                  ranked[i].estimate.str().c_str(), ranked[i].state->str().c_str());
+    std::string label = shape.op;
+    for (const auto& [key, v] : shape.params) label += " " + key + "=" + v;
+    ranking.add(name, label, predicted, measured, double(*op.flops.as_const_int()));
+  }
+  ranking.summary(name);
+}
+
+// The correct records, shape by shape (in the file's order), predicted by this build under `name`.
+void rank_recorded(const std::string& name, const std::vector<loom::Record>& records, const std::string& only,
+                   Ranking& ranking) {
+  const loom::HwSpec spec = spec_named(name);
+  print_header(name, spec);
+  std::vector<std::string> workloads;
+  for (const loom::Record& r : records)
+    if (std::find(workloads.begin(), workloads.end(), r.workload) == workloads.end()) workloads.push_back(r.workload);
+  for (const std::string& workload : workloads) {
+    std::optional<loom::Task> task;
+    std::optional<loom::Operator> op;
+    std::vector<double> predicted, measured;
+    std::string first_error;
+    int refused = 0;
+    for (const loom::Record& r : records) {
+      if (r.workload != workload || !r.ok() || (!only.empty() && r.op != only)) continue;
+      if (!task) {
+        op = loom::make_operator(r.op, r.params);
+        task = loom::make_task(*op, spec, r.threads);
+      }
+      std::string error;
+      const loom::State state = loom::replay_record(r, *task, error);
+      if (!state) {
+        if (refused++ == 0) first_error = error;
+        continue;
+      }
+      predicted.push_back(loom::estimate(*task->anchor, *state, spec, task->threads).seconds);
+      measured.push_back(r.time_ms);
+    }
+    if (refused > 0)
+      std::fprintf(stderr, "warning: %s: %d states do not replay under %s (%s)\n", workload.c_str(), refused,
+                   name.c_str(), first_error.c_str());
+    if (op) ranking.add(name, workload, predicted, measured, double(*op->flops.as_const_int()));
+  }
+  ranking.summary(name);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int k = 40;
-  std::string specs = "host,host256", json_path = "bench_model_rank.json", only, one_shape;
+  std::string specs = "host,host256", json_path = "bench_model_rank.json", only, one_shape, records_path, rescore;
   size_t show = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -116,61 +237,33 @@ int main(int argc, char** argv) {
     else if (a.rfind("--only=", 0) == 0) only = a.substr(7);
     else if (a.rfind("--shape=", 0) == 0) one_shape = a.substr(8);
     else if (a.rfind("--show=", 0) == 0) show = size_t(std::stoul(a.substr(7)));
+    else if (a.rfind("--records=", 0) == 0) records_path = a.substr(10);
+    else if (a.rfind("--rescore=", 0) == 0) rescore = a.substr(10);
     else {
       std::fprintf(stderr, "usage: loom_bench_model_rank [--k=40] [--specs=host,host256] [--only=OP] [--json=FILE] "
-                           "[--shape=OP:NAME=V,...] [--show=N]\n");
+                           "[--shape=OP:NAME=V,...] [--show=N] [--records=FILE] | --rescore=FILE --specs=SPEC\n");
       return 2;
     }
   }
-  nlohmann::json rows = nlohmann::json::array();
-  std::stringstream list(specs);
-  for (std::string name; std::getline(list, name, ',');) {
-    const loom::HwSpec spec = spec_named(name);
-    std::printf("\n=== spec %s: %d-bit, %d FMA units, peak %.1f GFLOP/s ===\n", name.c_str(), spec.cpu.vector_bits,
-                spec.cpu.fma_units, spec.cpu.peak_gflops_per_core);
-    std::printf("%-44s %6s %9s %12s %12s\n", "shape", "states", "spearman", "top1/best", "best GFLOP/s");
-    std::vector<double> rhos, picks;
-    for (const Shape& shape : one_shape.empty() ? shapes() : std::vector<Shape>{parse_shape(one_shape)}) {
-      if (!only.empty() && shape.op != only) continue;
-      loom::Operator op = loom::make_operator(shape.op, shape.params);
-      loom::Task task = loom::make_task(op, spec, 1);
-      std::vector<loom::Candidate> batch;
-      const std::vector<loom::RankedState> ranked = loom::construct_states(task, k, {});
-      for (const loom::RankedState& r : ranked)
-        batch.push_back(loom::make_candidate(task, r.state, r.estimate.seconds));
-      loom::MeasureOptions mo;
-      mo.isolate = false;
-      mo.min_pass_ms = 10;
-      mo.prune_ratio = 1e9;  // every state timed in full: the ranking is the point
-      std::vector<loom::MeasureResult> results = loom::Measurer(task, mo).measure(batch);
-      std::vector<double> predicted, measured;
-      for (size_t i = 0; i < batch.size(); ++i)
-        if (results[i].ok()) {
-          predicted.push_back(batch[i].predicted_s);
-          measured.push_back(results[i].time_ms);
-        }
-      for (size_t i = 0; i < std::min(show, batch.size()); ++i)
-        std::printf("  #%zu measured %.4f ms  %s\n      %s\n", i, results[i].ok() ? results[i].time_ms : NAN,
-                    ranked[i].estimate.str().c_str(), ranked[i].state->str().c_str());
-      if (measured.empty()) continue;
-      const double best = *std::min_element(measured.begin(), measured.end());
-      const double rho = spearman(predicted, measured), pick = best / measured[0];
-      const double gflops = double(*op.flops.as_const_int()) / (best * 1e6);
-      std::string label = shape.op;
-      for (const auto& [key, v] : shape.params) label += " " + key + "=" + v;
-      std::printf("%-44.44s %6zu %9.2f %12.2f %12.1f\n", label.c_str(), measured.size(), rho, pick, gflops);
-      std::fflush(stdout);
-      rhos.push_back(rho);
-      picks.push_back(pick);
-      rows.push_back({{"spec", name}, {"shape", label}, {"states", measured.size()}, {"spearman", rho},
-                      {"top1_over_best", pick}, {"best_gflops", gflops}});
+  std::optional<loom::RecordWriter> records;
+  if (!records_path.empty()) records.emplace(records_path);
+  const std::vector<Shape> list = one_shape.empty() ? shapes() : std::vector<Shape>{parse_shape(one_shape)};
+  std::vector<loom::Record> recorded;
+  if (!rescore.empty()) {
+    std::vector<std::string> warnings;
+    recorded = loom::load_records(rescore, warnings);
+    for (const std::string& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    if (recorded.empty()) {
+      std::fprintf(stderr, "error: --rescore=%s: no records to rank\n", rescore.c_str());
+      return 2;
     }
-    double mean_rho = 0, geo_pick = 0;
-    for (double r : rhos) mean_rho += r / double(rhos.size());
-    for (double p : picks) geo_pick += std::log(p) / double(picks.size());
-    std::printf("spec %s: mean spearman %.2f, model's first pick at %.2f of the best (geomean)\n", name.c_str(),
-                mean_rho, std::exp(geo_pick));
   }
-  std::ofstream(json_path) << rows.dump(2) << "\n";
+  Ranking ranking;
+  std::stringstream names(specs);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (rescore.empty()) rank_measured(name, k, list, only, show, records ? &*records : nullptr, ranking);
+    else rank_recorded(name, recorded, only, ranking);
+  }
+  std::ofstream(json_path) << ranking.rows.dump(2) << "\n";
   return 0;
 }

@@ -7,7 +7,8 @@
 # There: unpack it, set LD_LIBRARY_PATH to its lib/ and LOOM_HWSPEC_DIR to
 # the checkout's hwspecs/, then run device_check.sh on its folder.
 # WITH_CPU_BENCH=1 adds loom_bench and its baselines (oneDNN, OpenBLAS), to
-# measure construction on the machine's CPU as well.
+# measure construction on the machine's CPU as well, and loom_bench_model_rank
+# and loom_bench_picks, whose records and step lists outlive the machine.
 #
 #   tests/gpu/pack_for_device.sh [BUILD_DIR=build] [OUT=loom-device.tar.xz]
 set -eu
@@ -21,8 +22,10 @@ cp "$BUILD/tests/loom_gpu_tests" "$STAGE/tests/"
 cp "$BUILD/benchmarks/loom_bench_gpu" "$STAGE/benchmarks/"
 cp "$BUILD/loom" "$STAGE/"
 if [ "${WITH_CPU_BENCH:-0}" = 1 ]; then
-  PROGRAMS+=("$BUILD/benchmarks/loom_bench")
-  cp "$BUILD/benchmarks/loom_bench" "$STAGE/benchmarks/"
+  for b in loom_bench loom_bench_model_rank loom_bench_picks; do
+    PROGRAMS+=("$BUILD/benchmarks/$b")
+    cp "$BUILD/benchmarks/$b" "$STAGE/benchmarks/"
+  done
 fi
 cp -a "$BUILD"/libloom.so* "$STAGE/lib/"
 ldd "${PROGRAMS[@]}" | awk '/=> \// {print $3}' | sort -u |
