@@ -186,14 +186,16 @@ void rank_measured(const std::string& name, int k, const std::vector<Shape>& lis
   ranking.summary(name);
 }
 
-// The correct records, shape by shape (in the file's order), predicted by this build under `name`.
+// The correct records made under a spec of the same name as `name`'s, shape by shape (in the file's order),
+// predicted by this build under `name`.
 void rank_recorded(const std::string& name, const std::vector<loom::Record>& records, const std::string& only,
                    Ranking& ranking) {
   const loom::HwSpec spec = spec_named(name);
   print_header(name, spec);
   std::vector<std::string> workloads;
   for (const loom::Record& r : records)
-    if (std::find(workloads.begin(), workloads.end(), r.workload) == workloads.end()) workloads.push_back(r.workload);
+    if (r.hwspec == spec.name && std::find(workloads.begin(), workloads.end(), r.workload) == workloads.end())
+      workloads.push_back(r.workload);
   for (const std::string& workload : workloads) {
     std::optional<loom::Task> task;
     std::optional<loom::Operator> op;
@@ -201,7 +203,7 @@ void rank_recorded(const std::string& name, const std::vector<loom::Record>& rec
     std::string first_error;
     int refused = 0;
     for (const loom::Record& r : records) {
-      if (r.workload != workload || !r.ok() || (!only.empty() && r.op != only)) continue;
+      if (r.workload != workload || r.hwspec != spec.name || !r.ok() || (!only.empty() && r.op != only)) continue;
       if (!task) {
         op = loom::make_operator(r.op, r.params);
         task = loom::make_task(*op, spec, r.threads);
