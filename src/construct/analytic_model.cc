@@ -265,6 +265,19 @@ double crowded_step_cycles(const CpuSpec& cpu, int64_t lines) {
   return std::max(thrash, probed);
 }
 
+// Cycles a line refilled into a thrashed L1 set adds to a micro-kernel step
+// beyond what overlaps with its FMAs: what the host measured per line when
+// every line of a crowded set misses (the crowding table's last entry, rows
+// enough to thrash the set), 0 where the spec has no table. Measured: 0.11
+// on a Zen 4 core at 512 bits, 0.54 on the same core at 256 (two FMA pipes,
+// so half the cycles a step to hide the refill in).
+double thrashed_line_cycles(const CpuSpec& cpu) {
+  const CacheLevel& l1 = cpu.caches.front();
+  const std::vector<double>& measured = l1.crowded_set_cycles;
+  if (measured.empty()) return 0;
+  return measured.back() / double(l1.associativity + int64_t(measured.size()) - 1);
+}
+
 // 1 when the next micro-kernel call reads the same data tile of `x` again
 // (the innermost loop around the micro-kernel that runs more than once does
 // not move it), else 0: the tile then stays in L1 over many calls while
@@ -961,7 +974,12 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       // packed B, when these refills were charged as time of their own).
       // A tile the next call reads again needs a way to spare (measured:
       // 2048x768x768 GEMMs whose B panel filled its sets to the last way
-      // took 1.35x the time the model gave them).
+      // took 1.35x the time the model gave them). Each refilled line also
+      // costs what the host measured a line of a thrashed set to cost
+      // beyond the overlap (measured, this Zen 4 core restricted to AVX2:
+      // GEMM 1024^3's pick read B's rows 4 KiB apart in place, 6 rows by 16
+      // columns, and ran 1.7x the time of the pick this finds, 35.8 ms
+      // against 20.8; at 512 bits the charge is a fifth as large).
       const int kept = kept_across_calls(s, an, trip, x);
       const double step_lines = std::ceil(x.data_tile(t.data()) * 4 / double(l1.line_bytes));
       const double step_run = std::min(step_lines * double(l1.line_bytes), x.run_elems(t.data()) * 4);
@@ -975,8 +993,10 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
         const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
         const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, R)
                                      : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
-        if (crowd + kept > l1.associativity)
+        if (crowd + kept > l1.associativity) {
           est.level_s[0] += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run, true);
+          est.penalty_s += steps * step_lines * thrashed_line_cycles(cpu) / freq;
+        }
       }
     }
   }
