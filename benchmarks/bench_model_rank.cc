@@ -186,8 +186,36 @@ void rank_measured(const std::string& name, int k, const std::vector<Shape>& lis
   ranking.summary(name);
 }
 
-// The correct records made under a spec of the same name as `name`'s, shape by shape (in the file's order),
-// predicted by this build under `name`.
+// One shape's correct records, predicted by this build under `spec`.
+void rank_workload(const std::string& name, const loom::HwSpec& spec, const std::vector<loom::Record>& records,
+                   const std::string& workload, const std::string& only, Ranking& ranking) {
+  std::optional<loom::Task> task;
+  std::optional<loom::Operator> op;
+  std::vector<double> predicted, measured;
+  std::string first_error;
+  int refused = 0;
+  for (const loom::Record& r : records) {
+    if (r.workload != workload || r.hwspec != spec.name || !r.ok() || (!only.empty() && r.op != only)) continue;
+    if (!task) {
+      op = loom::make_operator(r.op, r.params);
+      task = loom::make_task(*op, spec, r.threads);
+    }
+    std::string error;
+    const loom::State state = loom::replay_record(r, *task, error);
+    if (!state) {
+      if (refused++ == 0) first_error = error;
+      continue;
+    }
+    predicted.push_back(loom::estimate(*task->anchor, *state, spec, task->threads).seconds);
+    measured.push_back(r.time_ms);
+  }
+  if (refused > 0)
+    std::fprintf(stderr, "warning: %s: %d states do not replay under %s (%s)\n", workload.c_str(), refused,
+                 name.c_str(), first_error.c_str());
+  if (op) ranking.add(name, workload, predicted, measured, double(*op->flops.as_const_int()));
+}
+
+// The records made under a spec of the same name as `name`'s, shape by shape (in the file's order).
 void rank_recorded(const std::string& name, const std::vector<loom::Record>& records, const std::string& only,
                    Ranking& ranking) {
   const loom::HwSpec spec = spec_named(name);
@@ -197,30 +225,11 @@ void rank_recorded(const std::string& name, const std::vector<loom::Record>& rec
     if (r.hwspec == spec.name && std::find(workloads.begin(), workloads.end(), r.workload) == workloads.end())
       workloads.push_back(r.workload);
   for (const std::string& workload : workloads) {
-    std::optional<loom::Task> task;
-    std::optional<loom::Operator> op;
-    std::vector<double> predicted, measured;
-    std::string first_error;
-    int refused = 0;
-    for (const loom::Record& r : records) {
-      if (r.workload != workload || r.hwspec != spec.name || !r.ok() || (!only.empty() && r.op != only)) continue;
-      if (!task) {
-        op = loom::make_operator(r.op, r.params);
-        task = loom::make_task(*op, spec, r.threads);
-      }
-      std::string error;
-      const loom::State state = loom::replay_record(r, *task, error);
-      if (!state) {
-        if (refused++ == 0) first_error = error;
-        continue;
-      }
-      predicted.push_back(loom::estimate(*task->anchor, *state, spec, task->threads).seconds);
-      measured.push_back(r.time_ms);
+    try {
+      rank_workload(name, spec, records, workload, only, ranking);
+    } catch (const loom::UserError& e) {  // a record of an operator this build does not know, say
+      std::fprintf(stderr, "warning: %s: skipped: %s\n", workload.c_str(), e.what());
     }
-    if (refused > 0)
-      std::fprintf(stderr, "warning: %s: %d states do not replay under %s (%s)\n", workload.c_str(), refused,
-                   name.c_str(), first_error.c_str());
-    if (op) ranking.add(name, workload, predicted, measured, double(*op->flops.as_const_int()));
   }
   ranking.summary(name);
 }
@@ -247,25 +256,30 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::optional<loom::RecordWriter> records;
-  if (!records_path.empty()) records.emplace(records_path);
-  const std::vector<Shape> list = one_shape.empty() ? shapes() : std::vector<Shape>{parse_shape(one_shape)};
-  std::vector<loom::Record> recorded;
-  if (!rescore.empty()) {
-    std::vector<std::string> warnings;
-    recorded = loom::load_records(rescore, warnings);
-    for (const std::string& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    if (recorded.empty()) {
-      std::fprintf(stderr, "error: --rescore=%s: no records to rank\n", rescore.c_str());
-      return 2;
+  try {
+    std::optional<loom::RecordWriter> records;
+    if (!records_path.empty()) records.emplace(records_path);
+    std::vector<loom::Record> recorded;
+    if (!rescore.empty()) {
+      std::vector<std::string> warnings;
+      recorded = loom::load_records(rescore, warnings);
+      for (const std::string& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+      if (recorded.empty()) {
+        std::fprintf(stderr, "error: --rescore=%s: no records to rank\n", rescore.c_str());
+        return 2;
+      }
     }
+    const std::vector<Shape> list = one_shape.empty() ? shapes() : std::vector<Shape>{parse_shape(one_shape)};
+    Ranking ranking;
+    std::stringstream names(specs);
+    for (std::string name; std::getline(names, name, ',');) {
+      if (rescore.empty()) rank_measured(name, k, list, only, show, records ? &*records : nullptr, ranking);
+      else rank_recorded(name, recorded, only, ranking);
+    }
+    std::ofstream(json_path) << ranking.rows.dump(2) << "\n";
+  } catch (const loom::UserError& e) {
+    std::fprintf(stderr, "loom_bench_model_rank: %s\n", e.what());
+    return 1;
   }
-  Ranking ranking;
-  std::stringstream names(specs);
-  for (std::string name; std::getline(names, name, ',');) {
-    if (rescore.empty()) rank_measured(name, k, list, only, show, records ? &*records : nullptr, ranking);
-    else rank_recorded(name, recorded, only, ranking);
-  }
-  std::ofstream(json_path) << ranking.rows.dump(2) << "\n";
   return 0;
 }
