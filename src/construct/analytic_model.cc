@@ -275,7 +275,7 @@ double thrashed_line_cycles(const CpuSpec& cpu) {
   const CacheLevel& l1 = cpu.caches.front();
   const std::vector<double>& measured = l1.crowded_set_cycles;
   if (measured.empty()) return 0;
-  return measured.back() / double(l1.associativity + int64_t(measured.size()) - 1);
+  return measured.back() / double(std::max<int64_t>(1, l1.associativity + int64_t(measured.size()) - 1));
 }
 
 // 1 when the next micro-kernel call reads the same data tile of `x` again
