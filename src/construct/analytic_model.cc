@@ -952,6 +952,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   if (!cpu.caches.empty()) {
     const CacheLevel& l1 = cpu.caches.front();
     const int64_t way = way_bytes(l1);
+    const double thrashed_line_s = thrashed_line_cycles(cpu) / freq;
     for (size_t i = 0; i < an.accesses.size(); ++i) {
       if (s.pack[i] >= 0) continue;
       const Access& x = an.accesses[i];
@@ -995,7 +996,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
                                      : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
         if (crowd + kept > l1.associativity) {
           est.level_s[0] += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run, true);
-          est.penalty_s += steps * step_lines * thrashed_line_cycles(cpu) / freq;
+          est.penalty_s += steps * step_lines * thrashed_line_s;
         }
       }
     }
