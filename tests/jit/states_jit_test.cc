@@ -324,6 +324,26 @@ TEST(States, TransposingPacksCopyWholeBlocksThroughRegisters) {
   }
 }
 
+// A dense layer vectorized along K ends each output's reduction with a
+// horizontal sum of the accumulator's lanes: folded in halves, each half
+// one vector operation (log2 of the lanes steps, as the model charges),
+// not lane after lane. On 16 lanes and on 8, K odd (a remainder of scalar
+// steps into lane 0), register tiles of several vectors along K included;
+// every kernel matches the reference.
+TEST(States, VectorizedReductionsFoldTheirLanesInHalves) {
+  for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")}) {
+    const int folded = count_sampled_dense_states(
+        hw, {{"M", "5"}, {"N", "7"}, {"K", "83"}}, 11, 4,
+        [](const State& s) { return s->vec_axis == 2 && s->vec_width >= 8; },
+        [](const Kernel& k) {
+          const std::string& ir = k.report().loop_ir;
+          return ir.find("vectorized for l_fold in [0, 4) x4") != std::string::npos &&
+                 ir.find("vectorized for l_fold in [0, 2) x2") != std::string::npos;
+        });
+    EXPECT_GE(folded, 3) << hw.name << ": too few sampled states fold their lanes in vector halves";
+  }
+}
+
 // A packed operand the micro-kernel reads in vectors along the reduction
 // (a dense layer's X, vectorized along K) keeps the reduction contiguous in
 // its buffer: each vector is a load. With the register tile's elements
