@@ -830,15 +830,18 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       if (b.footprint <= capacity) fit = &b;
     for (size_t i = 0; i < demand_run.size(); ++i)
       demand_weight[i] = scattered_bandwidth(cpu, level + 1) / demand_bandwidth(cpu, level + 1, demand_run[i], false);
-    // An access whose rows put more lines into one set than the cache has
-    // ways stays only in the blocks inside where they do not; when nothing
-    // fits, every micro-kernel call streams its whole data tile. Rows that
-    // crowd sets less than that, sharing them with the rest of the block,
-    // are not counted (measured: counting them as evicted mis-ranked more
-    // GEMMs and convolutions than it fixed). L1's conflicts are those of the
-    // micro-kernel's own steps (penalties, below).
+    // An access whose rows put as many lines into one set as the cache has
+    // ways, or more, stays only in the blocks inside where they do not (the
+    // block's other accesses pass through those sets too); when nothing
+    // fits, every micro-kernel call streams its whole data tile (measured:
+    // matmul 1024^3 on a 16-way 2 MiB L2, B's panel of 512 rows 4 KiB apart,
+    // 16 lines a set, ran 1.4x the time of the same micro-kernel on panels
+    // of 64 rows). Rows that crowd sets less than that, sharing them with
+    // the rest of the block, are not counted (measured: counting them as
+    // evicted mis-ranked more GEMMs and convolutions than it fixed). L1's
+    // conflicts are those of the micro-kernel's own steps (penalties, below).
     auto overflows = [&](const Block& b, size_t i) {
-      return box_lines_per_set(access_or_output(an, i), b.tile.data(), c, places[i]) > double(c.associativity);
+      return box_lines_per_set(access_or_output(an, i), b.tile.data(), c, places[i]) >= double(c.associativity);
     };
     Traffic g;
     for (size_t i = 0; i <= an.accesses.size(); ++i) {

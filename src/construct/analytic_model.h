@@ -34,7 +34,9 @@
 //   nothing when the whole problem fits in 3/4 of it (kernels run
 //   repeatedly, data stays hot); else the traffic of the outermost g whose
 //   footprint fits; else, when none fits, every micro-kernel call's whole
-//   working set (no reuse). Unpacked accesses whose contiguous run is
+//   working set (no reuse). An access whose rows, a power of two apart,
+//   fill every way of the L2 or L3 sets they map to fits only the blocks
+//   inside where they do not. Unpacked accesses whose contiguous run is
 //   shorter than a cache line pay for whole lines.
 // Streams. Prefetchers follow a run of lines after its first ~512 bytes,
 //   within a page, and track a few (8) runs at once. An access's streams
