@@ -126,7 +126,7 @@ class Traversal {
   void polish() {
     if (target_.kind != TargetKind::Cpu) return;
     const int threads = options_.threads;
-    for (Vertex v : by_estimate(kPolishedStates)) {
+    for (Vertex v : polished_vertices()) {
       const State blocked = best_register_block(state_of(v), anchor_, target_, threads);
       vertex_for(blocked, std::nullopt);
       vertex_for(best_register_block(descend(blocked, anchor_, target_, threads), anchor_, target_, threads),
@@ -135,6 +135,28 @@ class Traversal {
   }
 
   static constexpr size_t kPolishedStates = 3;
+
+  // The kPolishedStates best vertices, and the best of each vector axis
+  // they leave out: which axis the lanes run along splits the graph into
+  // basins that few steps cross (vectorize is a state's first step), and
+  // the walk's best states often all lie in one. A dot-product dense layer
+  // (lanes along the reduction) and its outer-product twin (lanes along the
+  // output's columns, the weights packed) polish 1.4x apart, either way
+  // round by the walk's seed. Scalar states, and basins whose best is
+  // twice the walk's best, are left.
+  std::vector<Vertex> polished_vertices() {
+    const std::vector<Vertex> all = by_estimate();
+    std::vector<Vertex> picked;
+    std::vector<int> axes;
+    for (Vertex v : all) {
+      if (graph_[v].estimate.seconds > 2 * graph_[all.front()].estimate.seconds) break;
+      const int axis = state_of(v)->vec_axis;
+      const bool new_axis = axis >= 0 && std::find(axes.begin(), axes.end(), axis) == axes.end();
+      if (picked.size() < kPolishedStates || new_axis) picked.push_back(v);
+      if (new_axis) axes.push_back(axis);
+    }
+    return picked;
+  }
 
   // The vertex of `s`, added (and weighed) when new; `from` is how it was
   // reached (the parent and step), none for a seed, whose state is kept.
