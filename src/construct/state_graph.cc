@@ -31,6 +31,20 @@ struct VertexData {
   bool expanded = false;
 };
 
+// How well an axis suits the vector lanes: unit-stride accesses count for
+// it, gathers against it.
+int vector_affinity(const AnchorInfo& anchor, int axis) {
+  int score = 0;
+  for (const Access& x : anchor.accesses) {
+    if (!x.uses_axis[axis]) continue;
+    if (x.stride[axis] == 1) score += 2;
+    else score -= 2;
+  }
+  if (axis == anchor.num_spatial - 1) score += 3;  // the output is contiguous along it
+  else if (!anchor.is_reduce_axis(axis)) score -= 3;
+  return score;
+}
+
 // Whether `step` resizes a parallel tile on one thread: it changes nothing.
 bool moves_parallel_tile_alone(const Step& step, int threads) {
   return threads == 1 && (step.kind == StepKind::TileGrow || step.kind == StepKind::TileShrink) && step.a == 0;
@@ -142,8 +156,10 @@ class Traversal {
   // the walk's best states often all lie in one. A dot-product dense layer
   // (lanes along the reduction) and its outer-product twin (lanes along the
   // output's columns, the weights packed) polish 1.4x apart, either way
-  // round by the walk's seed. Scalar states, and basins whose best is
-  // twice the walk's best, are left.
+  // round by the walk's seed. Scalar states, axes the lanes do not suit
+  // (vector_affinity below 0: lanes along a GEMM's rows, which scatter its
+  // output; their basins' estimates polished 4x below their time, measured)
+  // and basins whose best is twice the walk's best are left.
   std::vector<Vertex> polished_vertices() {
     const std::vector<Vertex> all = by_estimate();
     std::vector<Vertex> picked;
@@ -151,7 +167,8 @@ class Traversal {
     for (Vertex v : all) {
       if (graph_[v].estimate.seconds > 2 * graph_[all.front()].estimate.seconds) break;
       const int axis = state_of(v)->vec_axis;
-      const bool new_axis = axis >= 0 && std::find(axes.begin(), axes.end(), axis) == axes.end();
+      const bool new_axis = axis >= 0 && vector_affinity(anchor_, axis) >= 0 &&
+                            std::find(axes.begin(), axes.end(), axis) == axes.end();
       if (picked.size() < kPolishedStates || new_axis) picked.push_back(v);
       if (new_axis) axes.push_back(axis);
     }
@@ -273,20 +290,6 @@ class Traversal {
   std::vector<double> pi_;
   int pi_step_ = -1000;
 };
-
-// How well an axis suits the vector lanes: unit-stride accesses count for
-// it, gathers against it.
-int vector_affinity(const AnchorInfo& anchor, int axis) {
-  int score = 0;
-  for (const Access& x : anchor.accesses) {
-    if (!x.uses_axis[axis]) continue;
-    if (x.stride[axis] == 1) score += 2;
-    else score -= 2;
-  }
-  if (axis == anchor.num_spatial - 1) score += 3;  // the output is contiguous along it
-  else if (!anchor.is_reduce_axis(axis)) score -= 3;
-  return score;
-}
 
 // Grows (or shrinks) the tile at (level, axis) one legal step at a time
 // until it reaches `size` or passes it, or cannot move.
