@@ -431,9 +431,12 @@ constexpr double kStrideRun = 8;
 // Whether the micro-kernel's loads of `x` step at a constant stride for
 // long runs: the innermost reduction loop that moves `x`, and that is not
 // unrolled whole (its copies are separate loads), runs each of its loads
-// kStrideRun times or more in a row. (A GEMM's B rows, K after K, are; a
-// convolution's weights read a few taps 1 MB apart, then the next channel,
-// are not.) An access no reduction loop moves is left to the streams.
+// kStrideRun times or more in a row, less than a page apart (prefetchers
+// stop at a page boundary; a stride of a page or more puts every load in
+// another one). (A GEMM's B rows, K after K, are, when a row is under a
+// page; a convolution's weights read a few taps 1 MB apart, then the next
+// channel, are not.) An access no reduction loop moves is left to the
+// streams.
 bool read_at_constant_stride(const StateData& s, const AnchorInfo& an, const UnrolledReduction& unrolled,
                              const Access& x) {
   const auto order = s.order[s.reg_level() - 1];
@@ -442,7 +445,7 @@ bool read_at_constant_stride(const StateData& s, const AnchorInfo& an, const Unr
     const int64_t R = call_trips(s, an, r);
     if (!an.is_reduce_axis(r) || R <= 1 || !x.uses_axis[r]) continue;
     const double runs = r == unrolled.axis ? double(R) / double(unrolled.copies) : double(R);
-    if (runs > 1) return runs >= kStrideRun;
+    if (runs > 1) return runs >= kStrideRun && x.stride[r] && double(std::abs(*x.stride[r])) * 4 < kPageBytes;
   }
   return true;
 }
