@@ -17,8 +17,9 @@
 // a seed, or at a state drawn from the stationary distribution of the chain
 // explored so far (computed with Eigen by power iteration, unexplored mass
 // teleporting to the seeds). After the budget, the best few states on a CPU
-// (and the best of each vector axis they leave out) get the register block the model rates best for their cache tiles
-// (best_register_block below), and descend from there to the nearest state
+// (and the best of each vector axis they leave out) get the register block
+// the model rates best for their cache tiles (best_register_block below),
+// and descend from there to the nearest state
 // no step or trade improves (descend below), as states of their own; every
 // state seen is ranked by predicted time and the top K distinct states are
 // emitted, at most two per micro-kernel shape before the rest fill in (so

@@ -398,7 +398,8 @@ TEST(AnalyticModel, RowsAPowerOfTwoApartStayOnlyInTheSetsTheyMapTo) {
 TEST(AnalyticModel, ConstantStridesOfAPageOrMoreAreNotFollowed) {
   auto stall = [](int64_t n) {
     const HwSpec spec = load_hwspec("haswell_avx2");
-    const Task task = make_task(make_operator("matmul", {{"M", "7"}, {"N", std::to_string(n)}, {"K", "1000"}}), spec, 1);
+    const Task task =
+        make_task(make_operator("matmul", {{"M", "7"}, {"N", std::to_string(n)}, {"K", "1000"}}), spec, 1);
     std::vector<std::string> steps = {"vectorize 1 8", "tile_grow 3 1"};
     steps.insert(steps.end(), 5, "tile_grow 3 0");
     const State s = apply_all(task, steps);

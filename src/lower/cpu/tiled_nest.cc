@@ -837,8 +837,8 @@ class TiledNest {
     for (int64_t live = RL; live > 1;) {
       const int64_t upper = live / 2, lower = live - upper;
       Var l("l_fold");
-      Stmt step = make_store(acc, acc_index(Expr(l)),
-                             reduce_combine(op, make_load(acc, acc_index(Expr(l))), make_load(acc, acc_index(l + lower))));
+      const Expr into = acc_index(Expr(l));
+      Stmt step = make_store(acc, into, reduce_combine(op, make_load(acc, into), make_load(acc, acc_index(l + lower))));
       const int lanes = int(std::min<int64_t>(upper, s_.vec_width));
       halves.push_back(make_for(l, make_int(upper), lanes > 1 ? ForKind::Vectorized : ForKind::Unrolled, step, lanes));
       live = lower;
