@@ -159,18 +159,22 @@ class Traversal {
   // round by the walk's seed. Scalar states, axes the lanes do not suit
   // (vector_affinity below 0: lanes along a GEMM's rows, which scatter its
   // output; their basins' estimates polished 4x below their time, measured)
-  // and basins whose best is twice the walk's best are left.
+  // and basins whose best is twice the walk's best are left. The scan stops
+  // once every axis the lanes suit has its best: each vertex it passes has
+  // its state rebuilt.
   std::vector<Vertex> polished_vertices() {
+    std::vector<int> suited;  // the axes not yet seen
+    for (int a = 0; a < anchor_.num_axes(); ++a)
+      if (vector_affinity(anchor_, a) >= 0) suited.push_back(a);
     const std::vector<Vertex> all = by_estimate();
     std::vector<Vertex> picked;
-    std::vector<int> axes;
     for (Vertex v : all) {
       if (graph_[v].estimate.seconds > 2 * graph_[all.front()].estimate.seconds) break;
-      const int axis = state_of(v)->vec_axis;
-      const bool new_axis = axis >= 0 && vector_affinity(anchor_, axis) >= 0 &&
-                            std::find(axes.begin(), axes.end(), axis) == axes.end();
+      const auto axis = std::find(suited.begin(), suited.end(), state_of(v)->vec_axis);
+      const bool new_axis = axis != suited.end();
       if (picked.size() < kPolishedStates || new_axis) picked.push_back(v);
-      if (new_axis) axes.push_back(axis);
+      if (new_axis) suited.erase(axis);
+      if (picked.size() >= kPolishedStates && suited.empty()) break;
     }
     return picked;
   }

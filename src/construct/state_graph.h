@@ -19,12 +19,11 @@
 // teleporting to the seeds). After the budget, the best few states on a CPU
 // (and the best of each vector axis they leave out) get the register block
 // the model rates best for their cache tiles (best_register_block below),
-// and descend from there to the nearest state
-// no step or trade improves (descend below), as states of their own; every
-// state seen is ranked by predicted time and the top K distinct states are
-// emitted, at most two per micro-kernel shape before the rest fill in (so
-// that measuring the top K compares different designs). Everything is
-// deterministic for a seed.
+// and descend from there to the nearest state no step or trade improves
+// (descend below), as states of their own; every state seen is ranked by
+// predicted time and the top K distinct states are emitted, at most two per
+// micro-kernel shape before the rest fill in (so that measuring the top K
+// compares different designs). Everything is deterministic for a seed.
 #pragma once
 
 #include <cstdint>
