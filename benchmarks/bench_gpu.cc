@@ -3,9 +3,10 @@
 // Everywhere: per shape and strategy (construct top-1, roller top-1), the
 // construction time, NVRTC's compile time, ptxas's registers and spills for
 // the anchor kernel beside the model's register estimate (and how many are
-// within 25%). Where a CUDA device exists: each kernel's device time (CUDA
-// events, no copies), beside cuBLAS SGEMM for the matrix products and cuDNN
-// (implicit-precomp GEMM, NHWC) for the convolutions, both opened at run time.
+// within 25%). Where a CUDA device exists: each kernel's median device time
+// (an event pair per run, after a warm-up; no copies), beside cuBLAS SGEMM for
+// the matrix products and cuDNN (implicit-precomp GEMM, NHWC) for the
+// convolutions, both opened at run time.
 //
 //   loom_bench_gpu [--hwspec=h100] [--repeats=50] [--json=FILE]
 

@@ -93,20 +93,43 @@ const Driver& current() {
   return d;
 }
 
-// Mean device time of `enqueue` over `repeats` runs between two events on the default stream.
+// Device time of one `enqueue` between its own two events, for each of `runs` runs queued back to back.
+std::vector<double> per_run_ms(const Driver& d, const std::function<void()>& enqueue, int runs) {
+  std::vector<Handle> events(size_t(runs) + 1, nullptr);
+  struct Destroy {
+    const Driver& d;
+    std::vector<Handle>& events;
+    ~Destroy() {
+      for (Handle e : events)
+        if (e) d.event_destroy(e);
+    }
+  } destroy{d, events};
+  for (Handle& e : events) check(d.event_create(&e, 0), "cuEventCreate");
+  check(d.event_record(events[0], nullptr), "cuEventRecord");
+  for (int i = 0; i < runs; ++i) {
+    enqueue();
+    check(d.event_record(events[size_t(i) + 1], nullptr), "cuEventRecord");
+  }
+  check(d.event_synchronize(events.back()), "cuEventSynchronize");
+  std::vector<double> ms(size_t(runs), 0.0);
+  for (int i = 0; i < runs; ++i) {
+    float t = 0;
+    check(d.event_elapsed(&t, events[size_t(i)], events[size_t(i) + 1]), "cuEventElapsedTime");
+    ms[size_t(i)] = t;
+  }
+  return ms;
+}
+
+// Median device time of `enqueue` over `repeats` runs, after about 100 ms of warm-up runs: an idle GPU clocks
+// down, and its first runs after a pause are timed at a fraction of its speed.
 double events_ms(const Driver& d, const std::function<void()>& enqueue, int repeats) {
-  Handle start = nullptr, stop = nullptr;
-  check(d.event_create(&start, 0), "cuEventCreate");
-  check(d.event_create(&stop, 0), "cuEventCreate");
-  check(d.event_record(start, nullptr), "cuEventRecord");
-  for (int i = 0; i < repeats; ++i) enqueue();
-  check(d.event_record(stop, nullptr), "cuEventRecord");
-  check(d.event_synchronize(stop), "cuEventSynchronize");
-  float ms = 0;
-  check(d.event_elapsed(&ms, start, stop), "cuEventElapsedTime");
-  d.event_destroy(start);
-  d.event_destroy(stop);
-  return double(ms) / std::max(1, repeats);
+  constexpr double kWarmUpMs = 100;
+  const std::vector<double> first = per_run_ms(d, enqueue, 1);
+  const double warm_up_runs = std::clamp(kWarmUpMs / std::max(first[0], 1e-3), 1.0, 10000.0);
+  for (int i = 0; i < int(warm_up_runs); ++i) enqueue();
+  std::vector<double> ms = per_run_ms(d, enqueue, std::max(1, repeats));
+  std::nth_element(ms.begin(), ms.begin() + ptrdiff_t(ms.size() / 2), ms.end());
+  return ms[ms.size() / 2];
 }
 
 }  // namespace
