@@ -198,7 +198,8 @@ int main(int argc, char** argv) {
       row.model_registers = int(loom::gpu_register_estimate(*state, *task.anchor));
       loom::Kernel k = loom::compile_schedule(op, loom::schedule_with_state(task, state), hw, 1);
       if (nvrtc) {
-        auto out = loom::codegen::nvrtc_compile(k.source(), op.name, loom::codegen::sm_arch(hw.gpu.compute_capability));
+        const std::string arch = loom::codegen::sm_arch(hw.gpu.compute_capability);
+        auto out = loom::codegen::nvrtc_compile(k.source(), op.name, arch, /*need_report=*/true);
         row.nvrtc_ms = out.compile_ms;
         for (const auto& [name, r] : out.kernels) {
           row.spill_bytes += r.spill_bytes;

@@ -88,7 +88,7 @@ void write_source(const std::string& path, const std::string& text) {
 RunOutcome::Nvrtc nvrtc_report(const Kernel& kernel, const HwSpec& target) {
   RunOutcome::Nvrtc r;
   r.arch = codegen::sm_arch(target.gpu.compute_capability);
-  codegen::NvrtcOutput out = codegen::nvrtc_compile(kernel.source(), kernel.op().name, r.arch);
+  codegen::NvrtcOutput out = codegen::nvrtc_compile(kernel.source(), kernel.op().name, r.arch, true);
   r.compile_ms = out.compile_ms;
   for (const auto& [name, k] : out.kernels) {
     r.registers = std::max(r.registers, k.registers);

@@ -52,7 +52,7 @@ TEST_P(NvrtcKernels, ConstructTopOneCompilesWithoutSpills) {
     const State state = construct_states(task, 1, {}).front().state;
     Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
     const std::string arch = codegen::sm_arch(hw.gpu.compute_capability);
-    codegen::NvrtcOutput out = codegen::nvrtc_compile(k.source(), op.name, arch);
+    codegen::NvrtcOutput out = codegen::nvrtc_compile(k.source(), op.name, arch, true);
     ASSERT_FALSE(out.kernels.empty()) << "no ptxas report:\n" << out.log;
     const std::string anchor_kernel_tag = "_" + task.anchor->stage.name() + "_";
     for (const auto& [name, r] : out.kernels) {

@@ -25,6 +25,7 @@ struct Api {
   int (*cubin_size)(Program, size_t*) = nullptr;
   int (*cubin)(Program, char*) = nullptr;
   int (*destroy)(Program*) = nullptr;
+  int (*version)(int*, int*) = nullptr;
   std::string error;
 };
 
@@ -45,11 +46,17 @@ const Api& api() {
     bool ok = bind_symbol(lib, "nvrtcCreateProgram", a.create) && bind_symbol(lib, "nvrtcCompileProgram", a.compile) &&
               bind_symbol(lib, "nvrtcGetProgramLogSize", a.log_size) && bind_symbol(lib, "nvrtcGetProgramLog", a.log) &&
               bind_symbol(lib, "nvrtcGetCUBINSize", a.cubin_size) && bind_symbol(lib, "nvrtcGetCUBIN", a.cubin) &&
-              bind_symbol(lib, "nvrtcDestroyProgram", a.destroy);
+              bind_symbol(lib, "nvrtcDestroyProgram", a.destroy) && bind_symbol(lib, "nvrtcVersion", a.version);
     if (!ok) a.error = "libnvrtc lacks a function loom needs";
     return a;
   }();
   return a;
+}
+
+// NVRTC caches compiled programs from version 12.9 on, and knows the option that turns the cache off.
+bool nvrtc_caches(const Api& a) {
+  int major = 0, minor = 0;
+  return a.version(&major, &minor) == 0 && (major > 12 || (major == 12 && minor >= 9));
 }
 
 }  // namespace
@@ -66,7 +73,8 @@ std::string sm_arch(const std::string& cc) {
   return "sm_" + m[1].str() + m[2].str();
 }
 
-NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch) {
+NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                          bool need_report) {
   const Api& a = api();
   LOOM_USER_CHECK(a.error.empty(), "NVRTC: ", a.error);
   auto t0 = std::chrono::steady_clock::now();
@@ -74,8 +82,9 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, co
   if (a.create(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr) != 0)
     throw InternalError("nvrtcCreateProgram failed for " + name);
   const std::string arch_flag = "-arch=" + arch;
-  const char* options[] = {arch_flag.c_str(), "--ptxas-options=-v", "-default-device"};
-  const int rc = a.compile(prog, 3, options);
+  std::vector<const char*> options = {arch_flag.c_str(), "--ptxas-options=-v", "-default-device"};
+  if (need_report && nvrtc_caches(a)) options.push_back("--no-cache");
+  const int rc = a.compile(prog, int(options.size()), options.data());
   NvrtcOutput out;
   size_t n = 0;
   a.log_size(prog, &n);

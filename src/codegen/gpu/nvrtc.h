@@ -30,7 +30,12 @@ std::string sm_arch(const std::string& compute_capability);
 
 // Compiles `source` for `arch` (e.g. "sm_90"). InternalError with the log
 // when it does not compile (generated code must); UserError when NVRTC is missing.
-NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch);
+// NVRTC 12.9 and later serve a program compiled before from a cache, and
+// ptxas then reports nothing: `need_report` compiles afresh, so that
+// `kernels` holds every kernel (what reports and checks read), at the cost
+// of the cache (what building a kernel wants).
+NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                          bool need_report = false);
 
 // ptxas -v's report, per kernel.
 std::map<std::string, KernelResources> parse_ptxas_report(const std::string& log);
