@@ -242,12 +242,27 @@ template <class Read>
 double read_gbs(Read read, const float* buffer, size_t bytes, double seconds, int reps) {
   const size_t n = bytes / sizeof(float);
   auto run = [&](long passes) { g_sink = read(buffer, n, passes); };
-  // One pass of a buffer as large as DRAM's lasts `seconds` already: it is the first of the repetitions
+  // One pass of a buffer as large as the last cache's lasts `seconds` already: it is the first of the repetitions
   // (calibrating would read the buffer once more for nothing).
   if (const double first = best_seconds(run, 1, 1); first >= seconds)
     return double(bytes) / std::min(first, best_seconds(run, 1, reps - 1)) * 1e-9;
   const long passes = calibrate(run, seconds);
   return double(bytes) * double(passes) / best_seconds(run, passes, reps) * 1e-9;
+}
+
+// GB/s of one pass of `read` over each of two parts of `bytes`, the best of
+// the two: parts nothing has read since the kernel zeroed them. Passes over
+// DRAM's buffer once read could come from a last cache that holds part of
+// it, and a pass over the whole buffer costs tens of milliseconds.
+template <class Read>
+double first_pass_gbs(Read read, const float* part0, const float* part1, size_t bytes) {
+  double best = 0;
+  for (const float* part : {part0, part1}) {
+    const auto start = Clock::now();
+    g_sink = read(part, bytes / sizeof(float), 1);
+    best = std::max(best, double(bytes) / std::chrono::duration<double>(Clock::now() - start).count() * 1e-9);
+  }
+  return best;
 }
 
 // Cycles a step pays when its rows crowd one L1 set: rows associativity + 0,
@@ -320,7 +335,8 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
   if (probe.fma.empty()) probe.frequency_ghz = measure_ghz();
   if (widest_read) {
     // A buffer between the previous level's capacity and this one's stays in
-    // this level; DRAM's is larger than the last cache twice over.
+    // this level; DRAM's is larger than the last cache four times over (up to
+    // 256 MiB), so that a quarter of it leaves the last cache for the next.
     // One populated buffer per level serves both of its probes (populating one is
     // most of the time a level's probes take).
     int64_t inner = 0, last = 0;
@@ -342,10 +358,15 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
       inner = c.size_bytes;
       last = std::max(last, c.size_bytes);
     }
-    const int64_t dram_bytes = std::min<int64_t>(std::max<int64_t>(2 * last, 64 << 20), 256 << 20);
+    // DRAM's buffer in quarters, two timed for each probe.
+    const int64_t dram_bytes = std::min<int64_t>(std::max<int64_t>(4 * last, 64 << 20), 256 << 20) &
+                               ~int64_t(4 * kScatterRowBytes - 1);
     if (auto buffer = populated_buffer(size_t(dram_bytes))) {
-      probe.dram_gbs = read_gbs(widest_read, buffer.get(), size_t(dram_bytes), 5e-3, 2);
-      probe.dram_scattered_gbs = read_gbs(widest_scattered, buffer.get(), size_t(dram_bytes), 5e-3, 2);
+      const size_t quarter = size_t(dram_bytes) / 4;
+      const float* q = buffer.get();
+      const size_t step = quarter / sizeof(float);
+      probe.dram_gbs = first_pass_gbs(widest_read, q, q + step, quarter);
+      probe.dram_scattered_gbs = first_pass_gbs(widest_scattered, q + 2 * step, q + 3 * step, quarter);
     }
   }
   probe.l1_crowded_set_cycles = crowded_set_cycles(widest_bits, caches, probe.frequency_ghz);
