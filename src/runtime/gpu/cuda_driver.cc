@@ -93,17 +93,21 @@ const Driver& current() {
   return d;
 }
 
+// Releases every handle of `handles` that is set, when it goes out of scope.
+template <class T, class Release>
+struct ReleaseEach {
+  std::vector<T>& handles;
+  Release release;
+  ~ReleaseEach() {
+    for (T h : handles)
+      if (h) release(h);
+  }
+};
+
 // Device time of one `enqueue` between its own two events, for each of `runs` runs queued back to back.
 std::vector<double> per_run_ms(const Driver& d, const std::function<void()>& enqueue, int runs) {
   std::vector<Handle> events(size_t(runs) + 1, nullptr);
-  struct Destroy {
-    const Driver& d;
-    std::vector<Handle>& events;
-    ~Destroy() {
-      for (Handle e : events)
-        if (e) d.event_destroy(e);
-    }
-  } destroy{d, events};
+  ReleaseEach destroy{events, [&](Handle e) { d.event_destroy(e); }};
   for (Handle& e : events) check(d.event_create(&e, 0), "cuEventCreate");
   check(d.event_record(events[0], nullptr), "cuEventRecord");
   for (int i = 0; i < runs; ++i) {
@@ -156,14 +160,7 @@ std::string run_cuda(const std::string& cubin, const GpuCall& call, int repeats,
   Handle& module = modules[cubin];
   if (!module) check(d.module_load(&module, cubin.data()), "cuModuleLoadData");
   std::vector<CUdeviceptr> device(call.buffers.size(), 0);
-  struct Release {
-    const Driver& d;
-    std::vector<CUdeviceptr>& ptrs;
-    ~Release() {
-      for (CUdeviceptr p : ptrs)
-        if (p) d.mem_free(p);
-    }
-  } release{d, device};
+  ReleaseEach release{device, [&](CUdeviceptr p) { d.mem_free(p); }};
   for (size_t i = 0; i < call.buffers.size(); ++i) {
     const GpuCallBuffer& b = call.buffers[i];
     check(d.mem_alloc(&device[i], b.bytes ? b.bytes : 4), "cuMemAlloc");
