@@ -97,6 +97,20 @@ double usable_capacity(const CacheLevel& c) {
   return double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75;
 }
 
+// Bytes the data tile of `x` occupies in a cache that stream prefetchers
+// fill: a run shorter than its row brings the next kPrefetchLeadBytes of the
+// row too, which the prefetcher runs ahead into (measured: a GEMM reading B
+// in place in strips of 32 floats, rows 1.8-4.4 KB apart, whose 512 KB strip
+// with A's rows should have stayed in a 2 MB L2 across 4 row blocks; each
+// row block after the first cost what reading all of B from L3 costs).
+double streamed_bytes(const Access& x, const int64_t* tile) {
+  const double bytes = 4 * x.data_tile(tile);
+  if (x.const_shape.size() < 2 || x.dim_terms.size() < 2) return bytes;
+  const double run = 4 * x.run_elems(tile), row = 4 * double(x.const_shape.back());
+  if (run >= row) return bytes;
+  return bytes / run * std::min(row, run + kPrefetchLeadBytes);
+}
+
 // The part of a read in runs of `bytes` that prefetchers do not cover.
 double demand_share(double bytes) { return std::min(1.0, kPrefetchLeadBytes / std::min(bytes, kPageBytes)); }
 
@@ -750,15 +764,19 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     Small<int64_t> tile;
     OrderTable::Row<const int> enclosing;
     int level;
-    double footprint;  // bytes
+    double footprint;           // bytes
+    double streamed_footprint;  // with what stream prefetchers bring beside it (streamed_bytes): for L2 on
     double calls = 0;  // how many times the nest runs the block; 0 until the traffic asks
   };
   // Up to a block per loop of each level, held inline: every state's estimate builds them.
   boost::container::small_vector<Block, 40> blocks;
   auto add_block = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int level) {
-    double footprint = 4 * an.output.data_tile(t);
-    for (const Access& x : an.accesses) footprint += 4 * x.data_tile(t);
-    blocks.push_back({Small<int64_t>(t, t + n), enclosing, level, footprint});
+    double footprint = 4 * an.output.data_tile(t), streamed = footprint;
+    for (size_t i = 0; i < an.accesses.size(); ++i) {
+      footprint += 4 * an.accesses[i].data_tile(t);
+      streamed += s.pack[i] >= 0 ? 4 * an.accesses[i].data_tile(t) : streamed_bytes(an.accesses[i], t);
+    }
+    blocks.push_back({Small<int64_t>(t, t + n), enclosing, level, footprint, streamed});
   };
   auto add_level = [&](const int64_t* tile, int l) {
     Small<int64_t> block(tile, tile + n);
@@ -823,14 +841,17 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const CacheLevel& c = cpu.caches[level];
     const double bandwidth = read_bandwidth(cpu, level + 1);  // filled from the next level out
     const double capacity = usable_capacity(c);
+    // L1 holds what the loads bring; the caches out from it, what stream
+    // prefetchers bring besides.
+    auto held = [&](const Block& b) { return level == 0 ? b.footprint : b.streamed_footprint; };
     // Kernels run repeatedly: a problem that fits in a cache stays there.
-    if (blocks.back().footprint <= capacity) {
+    if (held(blocks.back()) <= capacity) {
       est.level_s[est.caches++] = 0;
       continue;
     }
     Block* fit = nullptr;
     for (Block& b : blocks)
-      if (b.footprint <= capacity) fit = &b;
+      if (held(b) <= capacity) fit = &b;
     for (size_t i = 0; i < demand_run.size(); ++i)
       demand_weight[i] = scattered_bandwidth(cpu, level + 1) / demand_bandwidth(cpu, level + 1, demand_run[i], false);
     // An access whose rows put as many lines into one set as the cache has
