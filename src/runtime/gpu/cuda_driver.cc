@@ -103,6 +103,8 @@ struct ReleaseEach {
       if (h) release(h);
   }
 };
+template <class T, class Release>
+ReleaseEach(std::vector<T>&, Release) -> ReleaseEach<T, Release>;
 
 // Device time of one `enqueue` between its own two events, for each of `runs` runs queued back to back.
 std::vector<double> per_run_ms(const Driver& d, const std::function<void()>& enqueue, int runs) {
