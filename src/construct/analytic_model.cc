@@ -97,18 +97,17 @@ double usable_capacity(const CacheLevel& c) {
   return double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75;
 }
 
-// Bytes the data tile of `x` occupies in a cache that stream prefetchers
-// fill: a run shorter than its row brings the next kPrefetchLeadBytes of the
-// row too, which the prefetcher runs ahead into (measured: a GEMM reading B
-// in place in strips of 32 floats, rows 1.8-4.4 KB apart, whose 512 KB strip
-// with A's rows should have stayed in a 2 MB L2 across 4 row blocks; each
-// row block after the first cost what reading all of B from L3 costs).
-double streamed_bytes(const Access& x, const int64_t* tile) {
-  const double bytes = 4 * x.data_tile(tile);
-  if (x.const_shape.size() < 2 || x.dim_terms.size() < 2) return bytes;
+// How many times its own bytes the data tile of `x` occupies in a cache
+// that stream prefetchers fill: a run shorter than its row brings the next
+// kPrefetchLeadBytes of the row too, which the prefetcher runs ahead into
+// (measured: a GEMM reading B in place in strips of 32 floats, rows 1.8-4.4
+// KB apart, whose 512 KB strip with A's rows should have stayed in a 2 MB L2
+// across 4 row blocks; each row block after the first cost what reading all
+// of B from L3 costs).
+double streamed_share(const Access& x, const int64_t* tile) {
+  if (x.const_shape.size() < 2 || x.dim_terms.size() < 2) return 1;
   const double run = 4 * x.run_elems(tile), row = 4 * double(x.const_shape.back());
-  if (run >= row) return bytes;
-  return bytes / run * std::min(row, run + kPrefetchLeadBytes);
+  return run >= row ? 1 : std::min(row, run + kPrefetchLeadBytes) / run;
 }
 
 // The part of a read in runs of `bytes` that prefetchers do not cover.
@@ -765,7 +764,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     OrderTable::Row<const int> enclosing;
     int level;
     double footprint;           // bytes
-    double streamed_footprint;  // with what stream prefetchers bring beside it (streamed_bytes): for L2 on
+    double streamed_footprint;  // with what stream prefetchers bring beside it (streamed_share): for L2 on
     double calls = 0;  // how many times the nest runs the block; 0 until the traffic asks
   };
   // Up to a block per loop of each level, held inline: every state's estimate builds them.
@@ -773,8 +772,9 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   auto add_block = [&](const int64_t* t, OrderTable::Row<const int> enclosing, int level) {
     double footprint = 4 * an.output.data_tile(t), streamed = footprint;
     for (size_t i = 0; i < an.accesses.size(); ++i) {
-      footprint += 4 * an.accesses[i].data_tile(t);
-      streamed += s.pack[i] >= 0 ? 4 * an.accesses[i].data_tile(t) : streamed_bytes(an.accesses[i], t);
+      const double bytes = 4 * an.accesses[i].data_tile(t);
+      footprint += bytes;
+      streamed += s.pack[i] >= 0 ? bytes : bytes * streamed_share(an.accesses[i], t);
     }
     blocks.push_back({Small<int64_t>(t, t + n), enclosing, level, footprint, streamed});
   };

@@ -36,7 +36,9 @@
 //   footprint fits; else, when none fits, every micro-kernel call's whole
 //   working set (no reuse). An access whose rows, a power of two apart,
 //   fill every way of the L2 or L3 sets they map to fits only the blocks
-//   inside where they do not. Unpacked accesses whose contiguous run is
+//   inside where they do not. In L2 and out, an unpacked access's run
+//   shorter than its row also holds the next ~512 bytes of the row, which
+//   stream prefetchers bring. Unpacked accesses whose contiguous run is
 //   shorter than a cache line pay for whole lines.
 // Streams. Prefetchers follow a run of lines after its first ~512 bytes,
 //   within a page, and track a few (8) runs at once. An access's streams
