@@ -20,7 +20,8 @@ std::string sizes_text(const std::vector<int64_t>& sizes) {
 // What every cached artefact depends on besides the operator and schedule.
 std::string environment_text(const BuildRequest& r, codegen::Backend& backend) {
   return "threads=" + std::to_string(r.threads) + "\nhwspec=" + hwspec_fingerprint(r.target) +
-         "\nloom=" LOOM_VERSION "\ncodegen=" + backend.identity() + "\n";
+         "\nloom=" LOOM_VERSION "\nlowering=" + std::to_string(kLoweringRevision) + "\ncodegen=" +
+         backend.identity() + "\n";
 }
 
 std::optional<std::string> cache_load(const KernelCache* cache, const std::string& key,

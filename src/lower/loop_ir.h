@@ -5,6 +5,9 @@
 // remainder, a Parallel loop is split into chunks run on the thread pool.
 // Buffers are flat: Load/Store take one element offset.
 //
+// A Prefetch asks the memory system for the line holding one element ahead of
+// its use: a hint, never a fault or a change in results.
+//
 // GPU programs use the same nodes plus three: a GpuLaunch is one kernel
 // launched over a 1-D grid of blocks of `threads` threads, its body written
 // for one thread (block_var and thread_var are its indices); a Barrier
@@ -28,7 +31,7 @@ namespace loom {
 // `lanes` x `lanes` (vectors along k, transposed in registers, stored along
 // j); extents that are not whole blocks run as scalar loops.
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled, Scalar, Transposed };
-enum class StmtKind { For, Store, Seq, Allocate, IfThenElse, Barrier, GpuLaunch };
+enum class StmtKind { For, Store, Seq, Allocate, IfThenElse, Prefetch, Barrier, GpuLaunch };
 // Heap and Stack: CPU scratch (host heap, or the stack when small and constant);
 // Heap is device global memory in a GPU program. Shared: a GPU block's shared
 // memory; Local: a GPU thread's registers or local memory.
@@ -102,6 +105,15 @@ struct IfThenElseNode : StmtNode {
   Stmt else_case;  // may be null
 };
 
+// The element's address may lie past the buffer's end (the rows after a
+// tile's last): only its line is asked for, and nothing reads it.
+struct PrefetchNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Prefetch;
+  PrefetchNode(BufferRef b, Expr i) : StmtNode(kKind), buffer(std::move(b)), index(std::move(i)) {}
+  BufferRef buffer;
+  Expr index;
+};
+
 struct BarrierNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Barrier;
   BarrierNode() : StmtNode(kKind) {}
@@ -125,6 +137,7 @@ Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_store(BufferRef buffer, Expr index, Expr value);
 Stmt make_seq(std::vector<Stmt> stmts);
 Stmt make_allocate(BufferRef buffer, Stmt body, MemScope scope = MemScope::Heap);
+Stmt make_prefetch(BufferRef buffer, Expr index);
 Stmt make_barrier();
 Stmt make_gpu_launch(std::string name, Expr grid, int threads, Var block_var, Var thread_var, Stmt body);
 const char* to_string(MemScope scope);

@@ -16,6 +16,11 @@
 
 namespace loom {
 
+// Changes when lowering or code generation changes the code a schedule
+// compiles to (2: micro-kernels prefetch operands read with gaps): cached
+// kernels are keyed on it, so a cache written before is not served after.
+constexpr int kLoweringRevision = 2;
+
 // By the schedule's target kind.
 LoweredFunc lower(const Operator& op, const Schedule& schedule);
 

@@ -69,13 +69,30 @@ std::string Schedule::str() const {
   return os.str();
 }
 
+namespace {
+
+// Schedule::cpu_prefetch_passes.
+int prefetch_passes(const CpuSpec& cpu) {
+  if (cpu.caches.size() < 2) return 1;
+  const double l2 = cpu.caches[1].bandwidth_gbs;
+  const double beyond = cpu.caches.size() > 2 ? cpu.caches[2].bandwidth_gbs : cpu.dram_core_bandwidth_gbs;
+  return l2 > 0 && beyond > 0 ? int(std::clamp(1 + l2 / beyond, 1.0, 64.0)) : 2;
+}
+
+}  // namespace
+
 Schedule default_schedule(const Operator& op, const HwSpec& target) {
   const int lanes = target.kind == TargetKind::Cpu ? target.cpu.fp32_lanes() : 1;
   Schedule sched;
   sched.target = target.kind;
   if (target.kind == TargetKind::Gpu) sched.gpu_banks = target.gpu.shared_memory_banks;
-  if (target.kind == TargetKind::Cpu && !target.cpu.caches.empty())
-    sched.cpu_line_bytes = int(target.cpu.caches.front().line_bytes);
+  if (target.kind == TargetKind::Cpu && !target.cpu.caches.empty()) {
+    const CacheLevel& l1 = target.cpu.caches.front();
+    sched.cpu_line_bytes = int(l1.line_bytes);
+    sched.cpu_l1_ways = int(std::max<int64_t>(1, l1.associativity));
+    sched.cpu_l1_sets = int(std::max<int64_t>(1, l1.size_bytes / (l1.line_bytes * sched.cpu_l1_ways)));
+    sched.cpu_prefetch_passes = prefetch_passes(target.cpu);
+  }
   for (const te::Tensor& t : compute_stages(op)) {
     StageSchedule s;
     s.tensor = t;

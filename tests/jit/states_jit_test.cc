@@ -11,6 +11,7 @@
 #include "construct/roller.h"
 #include "construct/state_graph.h"
 #include "driver/compile_schedule.h"
+#include "lower/cpu/tiled_nest.h"
 #include "schedule/task.h"
 #include "schedule/anchor.h"
 #include "schedule/path.h"
@@ -342,6 +343,67 @@ TEST(States, VectorizedReductionsFoldTheirLanesInHalves) {
         });
     EXPECT_GE(folded, 3) << hw.name << ": too few sampled states fold their lanes in vector halves";
   }
+}
+
+// A GEMM's B read in place, its rows N floats apart and a register tile's
+// run of them read per step, is prefetched some steps ahead: one hint per
+// line of the run and one at its last element, on the first pass over B's
+// tile where more than one row tile reads it (the reduction loops then come
+// twice). Packed, or read whole rows at a time, B is not hinted, nor is A,
+// read along its rows. The hints' addresses run past B's end on the last
+// steps (harmless: nothing reads them). Odd sizes, on 16 lanes and on 8;
+// every kernel matches the reference.
+TEST(States, OperandsReadInPlaceWithGapsBetweenRowsArePrefetchedAhead) {
+  for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")}) {
+    Operator op = make_operator("matmul", {{"M", "5"}, {"N", "83"}, {"K", "131"}});
+    Task task = make_task(op, hw, 1);
+    auto inputs = random_inputs(op, 7);
+    std::mt19937_64 rng(23);
+    int hinted = 0, first_pass_only = 0, packed = 0;
+    for (int sample = 0; sample < 3000 && (hinted < 3 || first_pass_only < 1 || packed < 2); ++sample) {
+      State state = random_state(*task.anchor, hw, rng, 4 + sample % 10);
+      if (state->vec_axis != 1 || state->vec_width == 1) continue;
+      Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1);
+      const std::string& ir = k.report().loop_ir;
+      const size_t hint = ir.find("prefetch B[");
+      if (hint == std::string::npos && state->pack[1] < 0) continue;
+      EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << state->str() << "\n" << ir;
+      EXPECT_EQ(ir.find("prefetch A["), std::string::npos) << "A is read along its rows\n" << ir;
+      if (state->pack[1] >= 0) {
+        EXPECT_EQ(ir.find("prefetch"), std::string::npos) << "packed B hinted\n" << ir;
+        ++packed;
+        continue;
+      }
+      EXPECT_LT(state->tile[state->reg_level()][1], 83) << "B read whole rows at a time, hinted\n" << ir;
+      EXPECT_NE(k.llvm_ir().find("llvm.prefetch"), std::string::npos) << state->str();
+      ++hinted;
+      // Row tiles of fewer than 5 rows: B's tile is read by several, and
+      // hinted on the first pass only: `if (t3_i == 0):` the loops with the
+      // hints, `else:` the loops without.
+      const size_t first = ir.rfind("== 0):", hint);
+      const bool versioned = first != std::string::npos && ir.find("else:", hint) != std::string::npos;
+      if (state->tile[state->reg_level()][0] < 5 && versioned) ++first_pass_only;
+    }
+    EXPECT_GE(hinted, 3) << hw.name << ": too few sampled states read B in place with gaps";
+    EXPECT_GE(first_pass_only, 1) << hw.name << ": no sampled state hints B's first pass only";
+    EXPECT_GE(packed, 2) << hw.name << ": too few sampled states pack B";
+  }
+}
+
+// How far ahead: a 64-set L1 of 16-float lines, 8 ways unless said.
+TEST(States, PrefetchesReachAheadWithinHalfAWayAndHalfASetsWays) {
+  // 48 floats a row (4 lines with the one a misaligned run adds), rows 771
+  // floats apart, spread over the sets: half a way (32 lines) is 8 rows.
+  EXPECT_EQ(prefetch_rows(771, 48, 16, 64, 8), 8);
+  // Rows 4096 floats apart (a multiple of a way's 1024) all fall in the
+  // same sets: half the ways, 4 of 8 or 6 of 12, though half a way holds 6.
+  EXPECT_EQ(prefetch_rows(4096, 64, 16, 64, 8), 4);
+  EXPECT_EQ(prefetch_rows(4096, 64, 16, 64, 12), 6);
+  // 8 lines a row: half a way holds 3 rows' 9 hints.
+  EXPECT_EQ(prefetch_rows(771, 128, 16, 64, 8), 3);
+  // A run longer than half a way, or an L1 too small to hold any: one row.
+  EXPECT_EQ(prefetch_rows(4096, 1024, 16, 64, 8), 1);
+  EXPECT_EQ(prefetch_rows(771, 48, 16, 1, 1), 1);
 }
 
 // A packed operand the micro-kernel reads in vectors along the reduction
