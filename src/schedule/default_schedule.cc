@@ -92,6 +92,9 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
     sched.cpu_l1_ways = int(std::max<int64_t>(1, l1.associativity));
     sched.cpu_l1_sets = int(std::max<int64_t>(1, l1.size_bytes / (l1.line_bytes * sched.cpu_l1_ways)));
     sched.cpu_prefetch_passes = prefetch_passes(target.cpu);
+    if (target.cpu.caches.size() > 1)
+      sched.cpu_l2_bytes_per_fma =
+          target.cpu.caches[1].bandwidth_gbs / (target.cpu.frequency_ghz * std::max(1, target.cpu.fma_units));
   }
   for (const te::Tensor& t : compute_stages(op)) {
     StageSchedule s;

@@ -46,6 +46,10 @@ struct Schedule {
   // L2, i.e. 1 + L2's bandwidth over the next level's (2 where unmeasured,
   // the halving the cost model assumes).
   int cpu_prefetch_passes = 1;
+  // CPU: the bytes L2 delivers per core in the time of one vector FMA (its
+  // bandwidth over the FMA rate); 0 where unmeasured. A micro-kernel reading
+  // an operand faster waits on L2 (prefetches on every pass).
+  double cpu_l2_bytes_per_fma = 0;
   std::vector<StageSchedule> stages;  // compute tensors, producers first
   // Row fusion (row_fusion.h, CPU only): when row_axes > 0, every stage is computed
   // row by row inside one parallel loop over the leading row_axes axes,

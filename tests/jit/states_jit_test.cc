@@ -390,6 +390,47 @@ TEST(States, OperandsReadInPlaceWithGapsBetweenRowsArePrefetchedAhead) {
   }
 }
 
+// Which passes over B's tile are hinted, on the bundled Emerald Rapids spec
+// (L2 131 GB/s, L3 28.4: the first pass is hinted up to 1 + 131 / 28.4 =
+// 5 passes; L2 delivers 22 bytes per vector FMA at 2.97 GHz, 2 FMA units).
+// M = 5, N = 83, K = 131; every kernel matches the reference.
+TEST(States, HintsGoOnTheFirstPassUnlessTheMicroKernelReadsFasterThanL2) {
+  HwSpec hw = load_hwspec("emerald_rapids");
+  Operator op = make_operator("matmul", {{"M", "5"}, {"N", "83"}, {"K", "131"}});
+  Task task = make_task(op, hw, 1);
+  const auto inputs = random_inputs(op, 3);
+  auto loop_ir = [&](const std::string& steps) {
+    const State s = replay(*task.anchor, hw, parse_steps("vectorize 1 16\n" + steps));
+    const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+    EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << s->str();
+    return k.report().loop_ir;
+  };
+  // The lines nested under the line at `at` (indented deeper).
+  auto block = [](const std::string& ir, size_t at) {
+    const size_t start = ir.rfind('\n', at) + 1, indent = ir.find_first_not_of(' ', start) - start;
+    size_t end = ir.find('\n', at);
+    while (end != std::string::npos && end + 1 < ir.size() && ir.find_first_not_of(' ', end + 1) - (end + 1) > indent)
+      end = ir.find('\n', end + 1);
+    return ir.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  };
+  // 1 x 80: 320 bytes a step against 5 FMAs' 110, five passes: every pass
+  // hinted, with no second copy of the loops.
+  std::string ir = loop_ir("tile_grow 3 1\ntile_grow 3 1\ntile_grow 3 1\ntile_grow 3 1\n");
+  EXPECT_LT(ir.find("prefetch B[(((e_k + 5) * 83) + (t3_j * 80))]"), ir.find("if (t3_i == 0):")) << ir;
+  // 2 x 16: 64 bytes against 2 FMAs' 44, three passes: likewise.
+  const std::string row_hint = "prefetch B[(((e_k + 16) * 83) + (t3_j * 16))]";
+  ir = loop_ir("tile_grow 3 0\n");
+  EXPECT_LT(ir.find(row_hint), ir.find("if (t3_i == 0):")) << ir;
+  // 3 x 16: 64 bytes against 3 FMAs' 66, two passes: the first hinted.
+  ir = loop_ir("tile_grow 3 0\ntile_grow 3 0\n");
+  const size_t first = ir.find("if (t3_i == 0):");
+  ASSERT_NE(first, std::string::npos) << ir;
+  EXPECT_NE(block(ir, first).find(row_hint), std::string::npos) << ir;
+  const size_t rest = ir.find("else:", first);
+  ASSERT_NE(rest, std::string::npos) << ir;
+  EXPECT_EQ(block(ir, rest).find("prefetch"), std::string::npos) << ir;
+}
+
 // How far ahead: a 64-set L1 of 16-float lines, 8 ways unless said.
 TEST(States, PrefetchesReachAheadWithinHalfAWayAndHalfASetsWays) {
   // 48 floats a row (4 lines with the one a misaligned run adds), rows 771

@@ -816,9 +816,7 @@ class TiledNest {
       return body;
     };
     const Prefetches ahead = rv < 0 ? prefetches(r, e, reduce_order_[size_t(unrolled)]) : Prefetches{};
-    const std::optional<int64_t> first_pass = ahead.first_pass.defined() ? ahead.first_pass.as_const_int() : 1;
-    if (!ahead.hints || first_pass == int64_t(0)) update = reduction_loops(update, nullptr);
-    else if (first_pass) update = reduction_loops(update, ahead.hints);
+    if (!ahead.hints || !ahead.first_pass.defined()) update = reduction_loops(update, ahead.hints);
     else update = make_if(ahead.first_pass, reduction_loops(update, ahead.hints), reduction_loops(update, nullptr));
 
     // write-back
@@ -837,11 +835,13 @@ class TiledNest {
   // (see the header). Each pass over the operand's tile but the first (the
   // loops over axes it does not use) reads it again from L2, where the hints
   // only crowd L1's sets (matmul 512^3, B read in place by 14x32 tiles, 37
-  // passes: 1.27 ms without hints, 1.44-1.57 with them on every pass). The
-  // first pass is hinted where it is most of the operand's reading time
-  // (TiledNestInputs::prefetch_passes): the reduction loops are then built
-  // twice, with hints for the first pass and without for the rest (a branch
-  // around the hints in the loop instead cost more than they gained).
+  // passes: 1.27 ms without hints, 1.44-1.57 with them on every pass),
+  // unless the micro-kernel reads faster than L2 delivers
+  // (reads_faster_than_l2). The first pass is hinted where it is most of the
+  // operand's reading time (TiledNestInputs::prefetch_passes): the reduction
+  // loops are then built twice, with hints for the first pass and without
+  // for the rest (a branch around the hints in the loop instead cost more
+  // than they gained).
   struct Prefetches {
     Stmt hints;       // null: none
     Expr first_pass;  // undefined: every pass is a first one
@@ -853,13 +853,24 @@ class TiledNest {
     const int64_t run = r[v].const_size ? std::min(*r[v].const_size, s_.tile[reg_][v]) : s_.tile[reg_][v];
     for (int a : element_order_) e[a] = make_int(0);
     std::vector<Stmt> hints;
-    std::vector<Expr> later_passes;
+    std::vector<Expr> first_passes;
+    const bool waits_on_l2 = reads_faster_than_l2(run);
     for (size_t i = 0; i < an_.accesses.size(); ++i) {
       const std::optional<int64_t> stride = rows_with_gaps(i, axis, run);
-      const int64_t passes = passes_over(an_.accesses[i]);
+      const int64_t passes = waits_on_l2 ? 1 : passes_over(an_.accesses[i]);
       if (!stride || passes > in_.prefetch_passes) continue;
       const int64_t rows = prefetch_rows(*stride, run, in_.line_elems, in_.l1_sets, in_.l1_ways);
       if (*trips < kPrefetchTripsPerRow * rows) continue;
+      std::vector<Expr> first_pass;  // the loops over axes the access does not use at their first tile
+      bool later_pass = false;        // a peeled tile past the first
+      for (int a = 0; a < an_.num_axes() && passes > 1; ++a)
+        if (!an_.accesses[i].uses_axis[size_t(a)])
+          for (const auto& term : r[a].terms) {
+            const std::optional<int64_t> tile = term.first.as_const_int();
+            if (!tile) first_pass.push_back(term.first == 0);
+            later_pass |= tile.value_or(0) != 0;
+          }
+      if (later_pass) continue;
       VarMap at;
       for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + (a == axis ? e[a] + rows : e[a]);
       const Expr read = in_.lower_reads(substitute(an_.accesses[i].read, at));
@@ -868,13 +879,22 @@ class TiledNest {
       for (int64_t l = 0; l * in_.line_elems < run; ++l)
         hints.push_back(make_prefetch(load->buffer, load->index + l * in_.line_elems));
       hints.push_back(make_prefetch(load->buffer, load->index + (run - 1)));  // a run off a line's start
-      if (passes == 1) continue;
-      for (int a = 0; a < an_.num_axes(); ++a)
-        if (!an_.accesses[i].uses_axis[size_t(a)])
-          for (const auto& term : r[a].terms) later_passes.push_back(term.first == 0);
+      first_passes.insert(first_passes.end(), first_pass.begin(), first_pass.end());
     }
     if (hints.empty()) return {};
-    return {make_seq(hints), and_all(unique_exprs(later_passes))};
+    return {make_seq(hints), and_all(unique_exprs(first_passes))};
+  }
+
+  // Whether a step's run of `run` f32 elements is more than L2 delivers in
+  // the time of the step's vector FMAs: such a micro-kernel waits on L2 on
+  // every pass over the operand, and is hinted on every one (17x4099x331
+  // with 2x160 tiles, B's rows 16 KiB apart, 9 passes: 0.76 ms with hints on
+  // the first pass only, 0.58 with them on all).
+  bool reads_faster_than_l2(int64_t run) const {
+    int64_t vector_fmas = (run + s_.vec_width - 1) / s_.vec_width;
+    for (int a : element_order_)
+      if (a != s_.vec_axis) vector_fmas *= s_.tile[reg_][a];
+    return in_.l2_bytes_per_fma > 0 && double(run) * 4 > double(vector_fmas) * in_.l2_bytes_per_fma;
   }
 
   // The reduction runs at least this many steps per row the hints reach

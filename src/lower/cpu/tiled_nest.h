@@ -54,6 +54,7 @@ struct TiledNestInputs {
   // The most passes over an operand's tile for which the first is hinted
   // (Schedule::cpu_prefetch_passes).
   int64_t prefetch_passes = 1;
+  double l2_bytes_per_fma = 0;  // Schedule::cpu_l2_bytes_per_fma
   // Lowers the reads left in an expression (inlining or flat loads).
   std::function<Expr(const Expr&)> lower_reads;
   BufferRef out;           // the anchor's buffer; the fused consumer's output when fused
