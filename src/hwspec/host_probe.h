@@ -49,6 +49,12 @@ struct HostProbe {
 // widths tried (the ISA's), `caches` sizes the bandwidth buffers.
 HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches);
 
+// Whether vector FMAs per cycle measured on one core lie between whole FMA
+// units (more than 0.2 from one): on a quiet core the rate is a whole number
+// of units (a 512-bit FMA on two 256-bit pipes is one), so such a reading was
+// disturbed and is measured again.
+bool between_whole_units(double fmas_per_cycle);
+
 // Writes the probe's figures into `cpu`: frequency, peak, FMA units and
 // latency at cpu.vector_bits, L1 load bytes per cycle, cache and DRAM
 // bandwidths. Fields the probe could not measure keep their values.
