@@ -71,7 +71,7 @@ std::string Schedule::str() const {
 
 namespace {
 
-// Schedule::cpu_prefetch_passes.
+// CpuCaches::prefetch_passes.
 int prefetch_passes(const CpuSpec& cpu) {
   if (cpu.caches.size() < 2) return 1;
   const double l2 = cpu.caches[1].bandwidth_gbs;
@@ -88,12 +88,13 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
   if (target.kind == TargetKind::Gpu) sched.gpu_banks = target.gpu.shared_memory_banks;
   if (target.kind == TargetKind::Cpu && !target.cpu.caches.empty()) {
     const CacheLevel& l1 = target.cpu.caches.front();
-    sched.cpu_line_bytes = int(l1.line_bytes);
-    sched.cpu_l1_ways = int(std::max<int64_t>(1, l1.associativity));
-    sched.cpu_l1_sets = int(std::max<int64_t>(1, l1.size_bytes / (l1.line_bytes * sched.cpu_l1_ways)));
-    sched.cpu_prefetch_passes = prefetch_passes(target.cpu);
+    CpuCaches& c = sched.cpu_caches;
+    c.line_bytes = int(l1.line_bytes);
+    c.l1_ways = int(std::max<int64_t>(1, l1.associativity));
+    c.l1_sets = int(std::max<int64_t>(1, l1.size_bytes / (l1.line_bytes * c.l1_ways)));
+    c.prefetch_passes = prefetch_passes(target.cpu);
     if (target.cpu.caches.size() > 1)
-      sched.cpu_l2_bytes_per_fma =
+      c.l2_bytes_per_fma =
           target.cpu.caches[1].bandwidth_gbs / (target.cpu.frequency_ghz * std::max(1, target.cpu.fma_units));
   }
   for (const te::Tensor& t : compute_stages(op)) {

@@ -31,25 +31,32 @@ struct StageSchedule {
   int accumulators = 1;
 };
 
+// What CPU lowering reads of the target's caches: how transposing copies
+// are blocked and how micro-kernels prefetch (default_schedule fills it
+// from the spec).
+struct CpuCaches {
+  int line_bytes = 64;  // the L1 cache line
+  int l1_sets = 64;     // L1's sets and ways (how far ahead micro-kernels prefetch)
+  int l1_ways = 8;
+  // The most passes over an operand's tile for which a micro-kernel
+  // prefetches the first, the one from beyond L2: while that pass is at
+  // least half of the operand's reading time, the others reading it from
+  // L2, i.e. 1 + L2's bandwidth over the next level's (2 where unmeasured,
+  // the halving the cost model assumes).
+  int prefetch_passes = 1;
+  // The bytes L2 delivers per core in the time of one vector FMA (its
+  // bandwidth over the FMA rate); 0 where unmeasured. A micro-kernel reading
+  // an operand faster waits on L2 (prefetches on every pass).
+  double l2_bytes_per_fma = 0;
+};
+
 struct AnchorInfo;
 struct Task;
 
 struct Schedule {
   TargetKind target = TargetKind::Cpu;  // which lowering builds it
   int gpu_banks = 32;                   // GPU: shared-memory banks (padding of staged tiles)
-  int cpu_line_bytes = 64;              // CPU: the L1 cache line (blocking of transposing copies)
-  int cpu_l1_sets = 64;                 // CPU: L1's sets and ways (how far ahead micro-kernels prefetch)
-  int cpu_l1_ways = 8;
-  // CPU: the most passes over an operand's tile for which a micro-kernel
-  // prefetches the first, the one from beyond L2: while that pass is at
-  // least half of the operand's reading time, the others reading it from
-  // L2, i.e. 1 + L2's bandwidth over the next level's (2 where unmeasured,
-  // the halving the cost model assumes).
-  int cpu_prefetch_passes = 1;
-  // CPU: the bytes L2 delivers per core in the time of one vector FMA (its
-  // bandwidth over the FMA rate); 0 where unmeasured. A micro-kernel reading
-  // an operand faster waits on L2 (prefetches on every pass).
-  double cpu_l2_bytes_per_fma = 0;
+  CpuCaches cpu_caches;                 // CPU: what lowering reads of the target's caches
   std::vector<StageSchedule> stages;  // compute tensors, producers first
   // Row fusion (row_fusion.h, CPU only): when row_axes > 0, every stage is computed
   // row by row inside one parallel loop over the leading row_axes axes,

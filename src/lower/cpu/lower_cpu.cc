@@ -42,11 +42,7 @@ class Lowerer {
     TiledNestInputs in;
     in.anchor = &anchor;
     in.state = s.state.get();
-    in.line_elems = std::max(1, schedule_.cpu_line_bytes / 4);
-    in.l1_sets = schedule_.cpu_l1_sets;
-    in.l1_ways = schedule_.cpu_l1_ways;
-    in.prefetch_passes = schedule_.cpu_prefetch_passes;
-    in.l2_bytes_per_fma = schedule_.cpu_l2_bytes_per_fma;
+    in.caches = schedule_.cpu_caches;
     in.lower_reads = [this](const Expr& e) { return rewrite(e); };
     in.out = buffer_for(consumer ? consumer->tensor : s.tensor);
     if (consumer) in.epilogue = reads_.epilogue(consumer->tensor, s.tensor);

@@ -36,7 +36,8 @@ Expr and_all(const std::vector<Expr>& conds) {
 class TiledNest {
  public:
   explicit TiledNest(const TiledNestInputs& in)
-      : in_(in), an_(*in.anchor), s_(*in.state), reg_(s_.reg_level()), packed_(an_.accesses.size()) {
+      : in_(in), an_(*in.anchor), s_(*in.state), reg_(s_.reg_level()),
+        line_elems_(std::max(1, in.caches.line_bytes / 4)), packed_(an_.accesses.size()) {
     for (int a : s_.order[reg_ - 1])
       if (an_.is_reduce_axis(a)) reduce_order_.push_back(a);
     for (int a : s_.order[reg_])
@@ -254,8 +255,8 @@ class TiledNest {
       const std::string name = "v_" + an_.axes[a].name();
       const int64_t R = register_tile(a);
       if (a == line) {
-        const auto [o, in] = split(a, name + "_line", name + "_in", in_.line_elems);
-        tile_index[a] = o * in_.line_elems + in;
+        const auto [o, in] = split(a, name + "_line", name + "_in", line_elems_);
+        tile_index[a] = o * line_elems_ + in;
         if (an_.is_reduce_axis(a)) element[a] = tile_index[a];
         at[an_.axes[a].get()] = r[a].base + tile_index[a];
       } else if (R == 1) {
@@ -838,7 +839,7 @@ class TiledNest {
   // passes: 1.27 ms without hints, 1.44-1.57 with them on every pass),
   // unless the micro-kernel reads faster than L2 delivers
   // (reads_faster_than_l2). The first pass is hinted where it is most of the
-  // operand's reading time (TiledNestInputs::prefetch_passes): the reduction
+  // operand's reading time (CpuCaches::prefetch_passes): the reduction
   // loops are then built twice, with hints for the first pass and without
   // for the rest (a branch around the hints in the loop instead cost more
   // than they gained).
@@ -858,8 +859,8 @@ class TiledNest {
     for (size_t i = 0; i < an_.accesses.size(); ++i) {
       const std::optional<int64_t> stride = rows_with_gaps(i, axis, run);
       const int64_t passes = waits_on_l2 ? 1 : passes_over(an_.accesses[i]);
-      if (!stride || passes > in_.prefetch_passes) continue;
-      const int64_t rows = prefetch_rows(*stride, run, in_.line_elems, in_.l1_sets, in_.l1_ways);
+      if (!stride || passes > in_.caches.prefetch_passes) continue;
+      const int64_t rows = prefetch_rows(*stride, run, line_elems_, in_.caches.l1_sets, in_.caches.l1_ways);
       if (*trips < kPrefetchTripsPerRow * rows) continue;
       std::vector<Expr> first_pass;  // the loops over axes the access does not use at their first tile
       bool later_pass = false;        // a peeled tile past the first
@@ -876,8 +877,8 @@ class TiledNest {
       const Expr read = in_.lower_reads(substitute(an_.accesses[i].read, at));
       const auto* load = read.get()->as<LoadNode>();
       if (!load) continue;
-      for (int64_t l = 0; l * in_.line_elems < run; ++l)
-        hints.push_back(make_prefetch(load->buffer, load->index + l * in_.line_elems));
+      for (int64_t l = 0; l * line_elems_ < run; ++l)
+        hints.push_back(make_prefetch(load->buffer, load->index + l * line_elems_));
       hints.push_back(make_prefetch(load->buffer, load->index + (run - 1)));  // a run off a line's start
       first_passes.insert(first_passes.end(), first_pass.begin(), first_pass.end());
     }
@@ -894,7 +895,8 @@ class TiledNest {
     int64_t vector_fmas = (run + s_.vec_width - 1) / s_.vec_width;
     for (int a : element_order_)
       if (a != s_.vec_axis) vector_fmas *= s_.tile[reg_][a];
-    return in_.l2_bytes_per_fma > 0 && double(run) * 4 > double(vector_fmas) * in_.l2_bytes_per_fma;
+    const double l2_bytes = in_.caches.l2_bytes_per_fma;
+    return l2_bytes > 0 && double(run) * 4 > double(vector_fmas) * l2_bytes;
   }
 
   // The reduction runs at least this many steps per row the hints reach
@@ -916,7 +918,7 @@ class TiledNest {
     for (int a : element_order_)
       if (a != v && x.uses_axis[size_t(a)] && s_.tile[reg_][a] > 1) return std::nullopt;
     const int64_t stride = std::abs(*x.stride[size_t(axis)]);
-    if (stride < in_.line_elems || stride <= run) return std::nullopt;
+    if (stride < line_elems_ || stride <= run) return std::nullopt;
     return stride;
   }
 
@@ -958,6 +960,7 @@ class TiledNest {
   const AnchorInfo& an_;
   const StateData& s_;
   const int reg_;
+  const int64_t line_elems_;  // f32 elements per L1 cache line
   std::vector<PackedAccess> packed_;
   std::vector<int> reduce_order_;
   std::vector<int> element_order_;

@@ -41,6 +41,7 @@
 
 #include "lower/loop_ir.h"
 #include "schedule/anchor.h"
+#include "schedule/schedule.h"
 #include "schedule/state.h"
 
 namespace loom {
@@ -48,13 +49,7 @@ namespace loom {
 struct TiledNestInputs {
   const AnchorInfo* anchor = nullptr;
   const StateData* state = nullptr;
-  int64_t line_elems = 16;  // f32 elements per L1 cache line
-  int64_t l1_sets = 64;     // L1's sets and ways: how far ahead a micro-kernel prefetches
-  int64_t l1_ways = 8;
-  // The most passes over an operand's tile for which the first is hinted
-  // (Schedule::cpu_prefetch_passes).
-  int64_t prefetch_passes = 1;
-  double l2_bytes_per_fma = 0;  // Schedule::cpu_l2_bytes_per_fma
+  CpuCaches caches;  // line, L1 geometry and prefetch limits
   // Lowers the reads left in an expression (inlining or flat loads).
   std::function<Expr(const Expr&)> lower_reads;
   BufferRef out;           // the anchor's buffer; the fused consumer's output when fused
