@@ -135,16 +135,23 @@ class Traversal {
   // the blocks between two good ones (8x8 to 6x16 passes through blocks with
   // too few accumulators), and the seeds' blocks were chosen before any
   // cache tiling; the walk's random steps seldom take the few in a row that
-  // trade one cache tile's extent for another's. Register blocks are CPU
-  // states' only.
+  // trade one cache tile's extent for another's. The best state is also
+  // blocked as Goto's GEMM (panel_variant) and descended from there, which
+  // the walk seldom reaches; an added vertex, so the walk is the same with
+  // or without it. Register blocks are CPU states' only.
   void polish() {
     if (target_.kind != TargetKind::Cpu) return;
     const int threads = options_.threads;
+    const auto descended = [&](const State& s) {
+      return best_register_block(descend(s, anchor_, target_, threads), anchor_, target_, threads);
+    };
+    bool best = true;
     for (Vertex v : polished_vertices()) {
       const State blocked = best_register_block(state_of(v), anchor_, target_, threads);
       vertex_for(blocked, std::nullopt);
-      vertex_for(best_register_block(descend(blocked, anchor_, target_, threads), anchor_, target_, threads),
-                 std::nullopt);
+      vertex_for(descended(blocked), std::nullopt);
+      if (best && anchor_.is_reduction) vertex_for(descended(panel_variant(blocked, anchor_, target_)), std::nullopt);
+      best = false;
     }
   }
 
@@ -346,6 +353,51 @@ State streaming_variant(State s, const AnchorInfo& anchor, const HwSpec& target)
   return s;
 }
 
+// Moves the loop over `axis` at `level` to `position` of that level's order
+// by swaps; stops where a swap is illegal.
+State move_loop(State s, int level, int axis, size_t position, const AnchorInfo& anchor, const HwSpec& target) {
+  const auto at = [&] {
+    const auto order = s->order[level];
+    return size_t(std::find(order.begin(), order.end(), axis) - order.begin());
+  };
+  for (size_t pos = at(); pos != position && pos < s->order[level].size(); pos = at()) {
+    const int swap = int(pos > position ? pos - 1 : pos);
+    StepResult r = apply_step(*s, {StepKind::Reorder, level, swap}, anchor, target);
+    if (!r) break;
+    s = r.state;
+  }
+  return s;
+}
+
+// Bytes of the data tiles over the tile of `level` of the accesses that
+// move along the vector axis (`moving`), or of those that do not.
+double operand_bytes(const StateData& s, const AnchorInfo& anchor, int level, bool moving) {
+  double bytes = 0;
+  for (const Access& x : anchor.accesses)
+    if (x.uses_axis[s.vec_axis] == moving) bytes += 4 * x.data_tile(s.tile[level]);
+  return bytes;
+}
+
+// Shrinks the tiles at `level` of the axes `pick` accepts, the largest
+// first, one step at a time, until the accesses `moving` selects (as in
+// operand_bytes) take at most `budget` bytes or no such step is legal.
+template <typename Pick>
+State shrink_to_fit(State s, int level, Pick&& pick, bool moving, double budget, const AnchorInfo& anchor,
+                    const HwSpec& target) {
+  while (operand_bytes(*s, anchor, level, moving) > budget) {
+    int widest = -1;
+    for (int a = 0; a < anchor.num_axes(); ++a)
+      if (pick(a) && s->tile[level][a] > s->tile[level + 1][a] &&
+          (widest < 0 || s->tile[level][a] > s->tile[level][widest]))
+        widest = a;
+    if (widest < 0) break;
+    StepResult r = apply_step(*s, {StepKind::TileShrink, level, widest}, anchor, target);
+    if (!r) break;
+    s = r.state;
+  }
+  return s;
+}
+
 // The spatial axis other than the vector axis with the most register rows
 // (the largest extent among equals): the one a register block trades
 // against vectors.
@@ -412,6 +464,37 @@ State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target,
     seconds = best_seconds;
   }
   return at;
+}
+
+State panel_variant(State s, const AnchorInfo& anchor, const HwSpec& target) {
+  const int reg = s->reg_level(), inner = reg - 1, outer = reg - 2, v = s->vec_axis;
+  if (outer < 1 || v < 0 || v >= anchor.num_spatial) return s;
+  const CpuSpec& cpu = target.cpu;
+  const double inner_bytes = double(private_cache_bytes(cpu, 0)), outer_bytes = double(private_cache_bytes(cpu, 1));
+  const auto reduce = [&](int a) { return anchor.is_reduce_axis(a); };
+  const auto other_spatial = [&](int a) { return !reduce(a) && a != v; };
+  for (int a = 0; a < anchor.num_spatial; ++a) s = tile_toward(s, inner, a, s->tile[reg][a], anchor, target);
+  s = shrink_to_fit(s, inner, reduce, false, inner_bytes / 2, anchor, target);
+  for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a)
+    s = tile_toward(s, outer, a, s->tile[inner][a], anchor, target);
+  s = shrink_to_fit(s, outer, [&](int a) { return a == v; }, true, outer_bytes / 2, anchor, target);
+  s = shrink_to_fit(s, outer, other_spatial, false, outer_bytes / 4, anchor, target);
+  // Orders: the inner level sweeps the other spatial axes, then the vector
+  // axis, then the reduction; the outer level the vector axis, the
+  // reduction, then the other spatial axes.
+  size_t position = 0;
+  for (int a = 0; a < anchor.num_axes(); ++a)
+    if (other_spatial(a)) s = move_loop(s, inner, a, position++, anchor, target);
+  s = move_loop(s, inner, v, position, anchor, target);
+  s = move_loop(s, outer, v, 0, anchor, target);
+  position = 1;
+  for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a) s = move_loop(s, outer, a, position++, anchor, target);
+  const int point = s->make_pack_point(outer, int(position));
+  for (size_t i = 0; i < anchor.accesses.size(); ++i) {
+    if (!anchor.accesses[i].uses_axis[v]) continue;
+    if (StepResult r = apply_step(*s, {StepKind::Pack, int(i), point}, anchor, target)) s = r.state;
+  }
+  return s;
 }
 
 State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads) {

@@ -77,6 +77,22 @@ State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec
 // descent runs 1.1-1.4x faster (2048x768x768, 7x7 2048->512).
 State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target, int threads);
 
+// `s` blocked as Goto's GEMM, from its register tile and vector axis (the
+// walk's best, after best_register_block). A micro-kernel call is one
+// register tile over a reduction block; the operands that do not move
+// along the vector axis (a GEMM's A sliver) take at most half of the
+// innermost cache and stay there while the loop over the vector axis's
+// tiles, inside the loops over the other spatial axes, streams the other
+// operands (B) past them, packed once per outer tile into a panel (the
+// vector axis's tile by the reduction block) within half of the next cache;
+// the other spatial axes' outer tile fills a quarter of it. Descent sizes it
+// from there. The walk seldom reaches it: it takes a dozen steps, most of
+// which the model rates worse alone, and the walk's GEMMs kept B's panel in
+// L1 and streamed A from L2 and L3, 1.2-1.3x slower (measured: dense
+// 2048x768x3072 and 1024^3 GEMMs, one core). `s` unchanged where there is
+// no second private cache or the vector axis is not spatial.
+State panel_variant(State s, const AnchorInfo& anchor, const HwSpec& target);
+
 // Hardware-aware starting points: the initial state, and one with the
 // vector axis and a register block sized from the hwspec (enough
 // accumulators to cover FMA latency x FMA units, within the register file).

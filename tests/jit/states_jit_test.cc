@@ -713,6 +713,56 @@ TEST(States, ReordersOfLoopsThatRunOnceAreNotCandidates) {
 // scalar kernel under another name. Construction neither seeds nor offers
 // it, and vectorizes the GEMV along N; the step itself stays legal (records
 // that hold it replay), and both kernels match the reference.
+// Goto's blocking of a seed (panel_variant): a micro-kernel call is one
+// register tile over a reduction block whose broadcast operand (the one
+// the vector axis does not move) fits in half of L1; the loop over the
+// vector axis's tiles runs inside the loops over the other spatial axes;
+// the vector operand is packed at the outer cache level, after its loops
+// open. At awkward sizes, every such state computes what the reference does.
+TEST(States, PanelBlockingKeepsTheBroadcastSliverInL1AndPacksTheStreamedPanel) {
+  const std::vector<Operator> ops = {
+      make_operator("dense", {{"M", "67"}, {"N", "45"}, {"K", "1031"}}),
+      make_operator("matmul", {{"M", "37"}, {"N", "130"}, {"K", "517"}}),
+      make_operator("conv2d", {{"N", "1"}, {"H", "9"}, {"W", "11"}, {"CI", "67"}, {"CO", "37"}, {"KH", "3"},
+                               {"KW", "3"}, {"pad", "1"}})};
+  int checked = 0;
+  for (const char* spec : {"haswell_avx2", "zen4_server"}) {
+    const HwSpec hw = load_hwspec(spec);
+    const double l1 = double(hw.cpu.caches.front().size_bytes);
+    for (const Operator& op : ops) {
+      const Task task = make_task(op, hw, 1);
+      const AnchorInfo& anchor = *task.anchor;
+      const auto inputs = random_inputs(op, 3);
+      for (const State& seed : seed_states(anchor, hw)) {
+        const int v = seed->vec_axis;
+        if (v < 0 || v >= anchor.num_spatial) continue;
+        const State p = panel_variant(seed, anchor, hw);
+        const int reg = p->reg_level(), inner = reg - 1;
+        ASSERT_EQ(check_legal(*p, anchor, hw), "") << p->str();
+        double sliver = 0;
+        for (size_t i = 0; i < anchor.accesses.size(); ++i) {
+          const Access& x = anchor.accesses[i];
+          if (x.uses_axis[v]) {
+            EXPECT_EQ(p->pack_level(p->pack[i]), inner - 1) << spec << ": " << p->str();
+            continue;
+          }
+          sliver += 4 * x.data_tile(p->tile[inner]);
+        }
+        EXPECT_LE(sliver, l1 / 2) << spec << ": " << p->str();
+        for (int a = 0; a < anchor.num_spatial; ++a) EXPECT_EQ(p->tile[inner][a], p->tile[reg][a]) << p->str();
+        const auto order = p->order[inner];
+        const size_t at = size_t(std::find(order.begin(), order.end(), v) - order.begin());
+        EXPECT_EQ(at, size_t(anchor.num_spatial - 1)) << "the vector axis's loop follows the other spatial axes' in "
+                                                       << p->str();
+        EXPECT_TRUE(test::run_and_check(op, compile_schedule(op, schedule_with_state(task, p), hw, 1), inputs).ok)
+            << spec << ": " << p->str();
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 6);
+}
+
 TEST(States, NoVectorAlongAnAxisOfOneElement) {
   HwSpec hw = load_hwspec("haswell_avx2");
   Operator op = make_operator("matmul", {{"M", "1"}, {"N", "45"}, {"K", "29"}});
