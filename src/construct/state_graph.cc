@@ -469,6 +469,10 @@ State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target,
 State panel_variant(State s, const AnchorInfo& anchor, const HwSpec& target) {
   const int reg = s->reg_level(), inner = reg - 1, outer = reg - 2, v = s->vec_axis;
   if (outer < 1 || v < 0 || v >= anchor.num_spatial) return s;
+  const auto moves = [&](const Access& x) { return x.uses_axis[v]; };
+  if (std::all_of(anchor.accesses.begin(), anchor.accesses.end(), moves) ||
+      std::none_of(anchor.accesses.begin(), anchor.accesses.end(), moves))
+    return s;  // no operand to broadcast (a depthwise convolution's), or none to stream
   const CpuSpec& cpu = target.cpu;
   const double inner_bytes = double(private_cache_bytes(cpu, 0)), outer_bytes = double(private_cache_bytes(cpu, 1));
   const auto reduce = [&](int a) { return anchor.is_reduce_axis(a); };

@@ -90,7 +90,8 @@ State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target,
 // which the model rates worse alone, and the walk's GEMMs kept B's panel in
 // L1 and streamed A from L2 and L3, 1.2-1.3x slower (measured: dense
 // 2048x768x3072 and 1024^3 GEMMs, one core). `s` unchanged where there is
-// no second private cache or the vector axis is not spatial.
+// no second private cache, the vector axis is not spatial, or no operand is
+// left to broadcast (a depthwise convolution's all move with the channels).
 State panel_variant(State s, const AnchorInfo& anchor, const HwSpec& target);
 
 // Hardware-aware starting points: the initial state, and one with the

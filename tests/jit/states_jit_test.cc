@@ -761,6 +761,12 @@ TEST(States, PanelBlockingKeepsTheBroadcastSliverInL1AndPacksTheStreamedPanel) {
     }
   }
   EXPECT_GE(checked, 6);
+  // A depthwise convolution's operands all move along the channels: nothing to keep in L1 while another streams.
+  const HwSpec hw = load_hwspec("zen4_server");
+  const Task depthwise = make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "9"}, {"W", "9"}, {"C", "37"},
+                                                                      {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}), hw, 1);
+  for (const State& seed : seed_states(*depthwise.anchor, hw))
+    EXPECT_EQ(*panel_variant(seed, *depthwise.anchor, hw), *seed) << seed->str();
 }
 
 TEST(States, NoVectorAlongAnAxisOfOneElement) {
