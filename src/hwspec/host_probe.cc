@@ -49,7 +49,7 @@ long calibrate(F&& run, double seconds) {
 
 volatile float g_sink;  // keeps the probes' results alive
 
-constexpr int kFmaRetries = 2;  // FMA readings between whole units measured again, over all widths (~8 ms each)
+constexpr int kFmaRetries = 3;  // disturbed FMA readings measured again, over all widths (~8 ms each)
 constexpr size_t kScatterRowBytes = 16 << 10;  // a row of a 4096-float matrix
 constexpr size_t kScatterRunBytes = kScatteredRunBytes;  // four cache lines of it
 
@@ -308,12 +308,15 @@ bool between_whole_units(double fmas_per_cycle) {
   return std::abs(fmas_per_cycle - std::round(fmas_per_cycle)) > 0.2;
 }
 
+bool clock_disturbed(double ghz, double steady_ghz) { return ghz < 0.6 * steady_ghz; }
+
 HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
   const auto start = Clock::now();
   HostProbe probe;
   float (*widest_read)(const float*, size_t, long) = nullptr;
   float (*widest_scattered)(const float*, size_t, long) = nullptr;
   int retries = kFmaRetries;
+  double steady_ghz = measure_ghz();  // the clock with no vector work before it; the highest reading since
   for (const auto& v : vector_probes()) {
     if (!v.supported || v.bits > widest_bits) continue;
     FmaProbe fma;
@@ -330,10 +333,13 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
     // FMAs per cycle then fall between whole units, and are measured again
     // (an Emerald Rapids guest read 129 GFLOP/s at 512 bits, 1.5 units, in
     // one detection of three; 173 and 177 in the others).
-    for (; retries > 0 && between_whole_units(fma.gflops / (ghz * (v.bits / 16))); --retries) {
+    // A thread descheduled through the probe slows both alike (clock_disturbed).
+    for (; retries > 0 && (between_whole_units(fma.gflops / (ghz * (v.bits / 16))) || clock_disturbed(ghz, steady_ghz));
+         --retries) {
       fma.gflops = std::max(fma.gflops, flops / best_seconds(chains, iters, 5) * 1e-9);
-      ghz = measure_ghz();
+      ghz = std::max(ghz, measure_ghz());
     }
+    steady_ghz = std::max(steady_ghz, ghz);
     auto latency = [&](long n) { g_sink = v.latency_fn(n); };
     const long lat_iters = calibrate(latency, 1e-3);
     fma.latency_cycles = best_seconds(latency, lat_iters, 5) / (8.0 * double(lat_iters)) * ghz * 1e9;
