@@ -56,13 +56,13 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches);
 bool between_whole_units(double fmas_per_cycle);
 
 // Whether a clock reading taken right after a width's FMA probe is below 0.6
-// of the highest clock read before it (`steady_ghz`; wide vectors lower some
-// cores' clocks by a fifth, which is no disturbance): the
-// thread did not run all that time (a hypervisor's steal, another process
-// on the core), which slows the FMA stream and the clock probe alike. Their
-// ratio, the FMA units, then looks whole while the rates are low, and that
-// width is measured again (a guest read 0.93 GHz and 14.8 GFLOP/s at 256
-// bits, once, where it reads 4.0 GHz and 128).
+// of the highest clock read before it (`steady_ghz`): the thread did not run
+// all that time (a hypervisor's steal, another process on the core), which
+// slows the FMA stream and the clock probe alike. Their ratio, the FMA units,
+// then looks whole while both rates are low, and that width is measured
+// again (a guest read 0.93 GHz and 14.8 GFLOP/s at 256 bits, once, where it
+// reads 4.0 GHz and 128). Wide vectors lower some cores' clocks by a fifth:
+// no disturbance.
 bool clock_disturbed(double ghz, double steady_ghz);
 
 // Writes the probe's figures into `cpu`: frequency, peak, FMA units and
