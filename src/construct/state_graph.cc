@@ -332,27 +332,6 @@ State gpu_seed(const AnchorInfo& anchor, const HwSpec& target, int64_t threads, 
   return s;
 }
 
-// The seed with the reduction loops of the innermost cache tile outermost
-// and short (kStreamingReduceTile): the micro-kernel then sweeps the whole
-// cache tile along the spatial axes for a few reduction steps at a time, so
-// an input contiguous along them (B of a GEMV) is read in long runs, a few
-// at once, which prefetchers follow.
-State streaming_variant(State s, const AnchorInfo& anchor, const HwSpec& target) {
-  constexpr int64_t kStreamingReduceTile = 4;
-  const int level = s->reg_level() - 1;
-  for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a) {
-    if (a == s->vec_axis) continue;
-    s = tile_toward(s, level, a, kStreamingReduceTile, anchor, target);
-    for (size_t pos = std::find(s->order[level].begin(), s->order[level].end(), a) - s->order[level].begin(); pos > 0;
-         --pos) {
-      StepResult r = apply_step(*s, {StepKind::Reorder, level, int(pos) - 1}, anchor, target);
-      if (!r) break;
-      s = r.state;
-    }
-  }
-  return s;
-}
-
 // Moves the loop over `axis` at `level` to `position` of that level's order
 // by swaps; stops where a swap is illegal.
 State move_loop(State s, int level, int axis, size_t position, const AnchorInfo& anchor, const HwSpec& target) {
@@ -365,6 +344,21 @@ State move_loop(State s, int level, int axis, size_t position, const AnchorInfo&
     StepResult r = apply_step(*s, {StepKind::Reorder, level, swap}, anchor, target);
     if (!r) break;
     s = r.state;
+  }
+  return s;
+}
+
+// The seed with the reduction loops of the innermost cache tile outermost
+// and short (kStreamingReduceTile): the micro-kernel then sweeps the whole
+// cache tile along the spatial axes for a few reduction steps at a time, so
+// an input contiguous along them (B of a GEMV) is read in long runs, a few
+// at once, which prefetchers follow.
+State streaming_variant(State s, const AnchorInfo& anchor, const HwSpec& target) {
+  constexpr int64_t kStreamingReduceTile = 4;
+  const int level = s->reg_level() - 1;
+  for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a) {
+    if (a == s->vec_axis) continue;
+    s = move_loop(tile_toward(s, level, a, kStreamingReduceTile, anchor, target), level, a, 0, anchor, target);
   }
   return s;
 }
