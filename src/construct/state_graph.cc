@@ -114,18 +114,16 @@ class Traversal {
   // The `count` best predicted vertices (all when fewer), best first; ties
   // in the order they were added.
   std::vector<Vertex> by_estimate(size_t count = SIZE_MAX) const {
-    std::vector<Vertex> all(boost::num_vertices(graph_));
-    for (Vertex v = 0; v < all.size(); ++v) all[v] = v;
-    const auto better = [&](Vertex a, Vertex b) {
-      return std::make_pair(graph_[a].estimate.seconds, a) < std::make_pair(graph_[b].estimate.seconds, b);
-    };
-    if (count >= all.size()) {
-      std::sort(all.begin(), all.end(), better);
-      return all;
-    }
-    std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(count), all.end(), better);
-    all.resize(count);
-    return all;
+    // Sorted as (seconds, vertex) pairs side by side: the vertices' data
+    // lie far apart.
+    std::vector<std::pair<double, Vertex>> keyed(boost::num_vertices(graph_));
+    for (Vertex v = 0; v < keyed.size(); ++v) keyed[v] = {graph_[v].estimate.seconds, v};
+    const auto middle = keyed.begin() + std::ptrdiff_t(std::min(count, keyed.size()));
+    if (middle == keyed.end()) std::sort(keyed.begin(), keyed.end());
+    else std::partial_sort(keyed.begin(), middle, keyed.end());
+    std::vector<Vertex> best;
+    for (auto it = keyed.begin(); it != middle; ++it) best.push_back(it->second);
+    return best;
   }
 
   // The walk's best states, polished twice: with the register block the

@@ -352,9 +352,11 @@ std::string check_legal(const StateData& s, const AnchorInfo& anchor, const HwSp
 Reason legality(const StateData& s, const AnchorInfo& anchor, const HwSpec& target) {
   for (int l = 0; l < s.levels(); ++l)
     for (int a = 0; a < s.num_axes; ++a) {
-      int64_t t = s.tile[l][a], child = child_tile(s, l, a);
-      if (t < 1 || t % child) return {"tile {value} is not a multiple of its inner tile {limit}", t, child};
-      if (l > 0 && s.tile[l - 1][a] % t) return {"tile {value} does not divide its outer tile {limit}", t, s.tile[l - 1][a]};
+      // Most tiles equal their neighbours' or are 1: those need no division.
+      const int64_t t = s.tile[l][a], child = child_tile(s, l, a), outer = l > 0 ? s.tile[l - 1][a] : t;
+      if (t < 1 || (t != child && child != 1 && t % child))
+        return {"tile {value} is not a multiple of its inner tile {limit}", t, child};
+      if (outer != t && t != 1 && outer % t) return {"tile {value} does not divide its outer tile {limit}", t, outer};
     }
   return target.kind == TargetKind::Cpu ? check_cpu(s, anchor, target) : check_gpu(s, anchor, target);
 }
