@@ -22,6 +22,12 @@ namespace loom {
 inline constexpr int kMaxThreads = 4096;
 inline constexpr int kMaxTopK = 100;
 inline constexpr int kMaxWalkSteps = 20000;
+// Construction's walk budget by default. Over 90 benchmark shapes, the walk's
+// best state after 350 steps was within 5% of its best after 500 (a third of
+// the time saved), and the top-1 picks that moved ran as fast, measured side
+// by side: 1.01x faster (geomean) on the 10 shapes moved on an AVX-512 host, and
+// on the 18 moved with its AVX2 spec.
+inline constexpr int kDefaultWalkSteps = 350;
 
 // The CPUs this process may run on (sched_getaffinity), at least 1.
 int usable_cpus();
@@ -33,7 +39,7 @@ struct CompileOptions {
   // Construction strategies: how many candidates to emit. With top_k > 1
   // each is compiled, run and timed, and the fastest kept.
   int top_k = 1;             // [1, kMaxTopK]
-  int walk_steps = 500;      // Markov walk budget (construct), [1, kMaxWalkSteps]
+  int walk_steps = kDefaultWalkSteps;  // Markov walk budget (construct), [1, kMaxWalkSteps]
   double temperature = 0.3;  // of the transition softmax (construct)
   uint64_t seed = 1;         // walks are deterministic for a seed
   // A tuning records file (see loom/tune.h): when it holds a correct

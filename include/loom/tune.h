@@ -40,7 +40,7 @@ struct TuneOptions {
   uint64_t seed = 1;
   std::string cost_model = "xgboost";  // xgboost | xgboost-rank | xgboost-residual | analytic
   double timeout_s = 10;  // a candidate making no progress this long is killed, (0, 3600]
-  int walk_steps = 500;   // construction's walk budget, [1, kMaxWalkSteps]
+  int walk_steps = kDefaultWalkSteps;  // construction's walk budget, [1, kMaxWalkSteps]
   std::string scheduler = "gradient";  // workloads: gradient | round-robin
 };
 

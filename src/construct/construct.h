@@ -10,7 +10,7 @@
 namespace loom {
 
 struct ConstructOptions {
-  int walk_steps = 500;
+  int walk_steps = kDefaultWalkSteps;
   double temperature = 0.3;
   uint64_t seed = 1;
 };

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "construct/analytic_model.h"
+#include "loom/compile.h"
 #include "schedule/anchor.h"
 #include "schedule/state.h"
 
@@ -37,7 +38,7 @@ namespace loom {
 
 struct TraversalOptions {
   int top_k = 10;
-  int walk_steps = 500;
+  int walk_steps = kDefaultWalkSteps;
   double temperature = 0.3;
   double restart_probability = 0.05;
   uint64_t seed = 1;
