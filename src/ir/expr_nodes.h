@@ -135,6 +135,11 @@ struct BufferNode {
   std::string name;
   DType dtype;
   std::vector<Expr> shape;  // row-major; the flat size is their product
+  // No element a masked vector leaves dead (ForNode::masked_remainder) is
+  // live in this buffer at any time, as in a micro-kernel's accumulators,
+  // whose rows along the vector axis are whole vectors: a store may write
+  // the dead lanes rather than keep them.
+  bool dead_lanes_free = false;
 };
 using BufferRef = std::shared_ptr<const BufferNode>;
 

@@ -71,7 +71,8 @@ void print(std::ostream& os, const Stmt& s, int depth) {
     for (const Stmt& c : seq->stmts) print(os, c, depth);
   } else if (auto* a = s->as<AllocateNode>()) {
     os << pad << "allocate " << a->buffer->name << "[" << product(a->buffer->shape).str() << "] "
-       << a->buffer->dtype.str() << " " << to_string(a->scope) << "\n";
+       << a->buffer->dtype.str() << " " << to_string(a->scope) << (a->buffer->dead_lanes_free ? " dead-lanes-free" : "")
+       << "\n";
     print(os, a->body, depth);
   } else if (auto* p = s->as<PrefetchNode>()) {
     os << pad << "prefetch " << p->buffer->name << "[" << p->index.str() << "]\n";

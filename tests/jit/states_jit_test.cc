@@ -345,6 +345,38 @@ TEST(States, VectorizedReductionsFoldTheirLanesInHalves) {
   }
 }
 
+// A micro-kernel's accumulators along a spatial vector axis are whole vectors
+// per row, so a partial vector's dead lanes hold no element: its updates
+// write them (an FMA, with no blend keeping them). A vectorized reduction's
+// lanes are summed at the end, and a row reduction's accumulator is folded
+// whole: their dead lanes must keep the identity. Odd sizes, on the host's
+// lanes and on 8; every kernel matches the reference.
+TEST(States, OnlyAccumulatorsAlongASpatialVectorLetPartialVectorsWriteTheirDeadLanes) {
+  for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")}) {
+    const Operator op = make_operator("matmul", {{"M", "5"}, {"N", "61"}, {"K", "37"}});
+    const Task task = make_task(op, hw, 1);
+    const State s = initial_state(*task.anchor, hw);
+    const auto inputs = random_inputs(op, 3);
+    for (int axis : {1, 2}) {  // N, then K
+      const StepResult v = apply_step(*s, {StepKind::Vectorize, axis, hw.cpu.fp32_lanes()}, *task.anchor, hw);
+      ASSERT_TRUE(v) << v.why();
+      const Kernel k = compile_schedule(op, schedule_with_state(task, v.state), hw, 1);
+      const std::string& ir = k.report().loop_ir;
+      EXPECT_NE(ir.find("allocate acc["), std::string::npos) << ir;
+      // Along N a partial vector of 13 lanes; along K a scalar remainder.
+      EXPECT_EQ(ir.find(" masked") != std::string::npos, axis == 1) << ir;
+      EXPECT_EQ(ir.find("dead-lanes-free") != std::string::npos, axis == 1) << v.state->str() << "\n" << ir;
+      if (hw.name == detect_host_cpu().name) EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << v.state->str();
+    }
+    const Operator softmax = make_operator("softmax", {{"M", "3"}, {"N", "37"}});
+    CompileOptions options;
+    options.target = hw;
+    const std::string ir = compile(softmax, options).report().loop_ir;
+    EXPECT_NE(ir.find("allocate row_acc["), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("dead-lanes-free"), std::string::npos) << ir;
+  }
+}
+
 // A GEMM's B read in place, its rows N floats apart and a register tile's
 // run of them read per step, is prefetched some steps ahead: one hint per
 // line of the run and one at its last element, on the first pass over B's

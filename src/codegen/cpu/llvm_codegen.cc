@@ -489,7 +489,9 @@ class FunctionEmitter {
     if (!tail_mask_) return void(b_.CreateAlignedStore(value, ptr, align));
     if (!llvm::isa<llvm::AllocaInst>(base)) return void(b_.CreateMaskedStore(value, ptr, align, tail_mask_));
     // A stack buffer has a vector of slack past its end: the dead lanes
-    // are written back unchanged.
+    // are written back unchanged, unless no live element is there (then an
+    // update stays one instruction, an FMA, rather than an FMA and a blend).
+    if (s->buffer->dead_lanes_free) return void(b_.CreateAlignedStore(value, ptr, align));
     b_.CreateAlignedStore(b_.CreateSelect(tail_mask_, value, b_.CreateAlignedLoad(value->getType(), ptr, align)), ptr,
                           align);
   }

@@ -724,7 +724,9 @@ class TiledNest {
     const int64_t RL = rv >= 0 ? s_.tile[reg_][rv] : 1;
     int64_t acc_size = RL;
     for (int a : element_order_) acc_size *= s_.tile[reg_][a];
-    auto acc = std::make_shared<BufferNode>(BufferNode{"acc", an_.stage.dtype(), {make_int(acc_size)}});
+    // Along a spatial vector axis the register tile is whole vectors, and a
+    // partial vector's dead lanes lie past the axis's end.
+    auto acc = std::make_shared<BufferNode>(BufferNode{"acc", an_.stage.dtype(), {make_int(acc_size)}, rv < 0});
     auto acc_index = [&](const Expr& lane) {
       Expr flat = make_int(0);
       for (int a : element_order_) flat = flat * s_.tile[reg_][a] + el.e[a];
