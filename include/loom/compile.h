@@ -23,11 +23,12 @@ inline constexpr int kMaxThreads = 4096;
 inline constexpr int kMaxTopK = 100;
 inline constexpr int kMaxWalkSteps = 20000;
 // Construction's walk budget by default. Over 90 benchmark shapes, the walk's
-// best state after 350 steps was within 5% of its best after 500 (a third of
-// the time saved), and the top-1 picks that moved ran as fast, measured side
-// by side: 1.01x faster (geomean) on the 10 shapes moved on an AVX-512 host, and
-// on the 18 moved with its AVX2 spec.
-inline constexpr int kDefaultWalkSteps = 350;
+// best state after 400 steps was within 4% of its best after 500, a fifth of
+// the time saved, and the top-1 picks that moved ran as fast or faster, timed
+// side by side: 3 moved on an AVX-512 host (1.0-1.2x faster), 9 under its
+// AVX2 spec (1.03x, geomean). At 350 steps a GEMV's pick (1x4096x1000) fell
+// to one 1.4x slower, which the model rates within 1% of it.
+inline constexpr int kDefaultWalkSteps = 400;
 
 // The CPUs this process may run on (sched_getaffinity), at least 1.
 int usable_cpus();
