@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "driver/compile_schedule.h"
+#include "driver/target.h"
 #include "loom/loom.h"
 #include "schedule/task.h"
 #include "bench_util.h"
@@ -222,7 +223,8 @@ struct LoomRun {
 // The median of the compile's construction time and two more runs of its
 // strategy (which the compile cache would not repeat).
 double median_construct_ms(const loom::Operator& op, const loom::CompileOptions& o, double compile_ms) {
-  const loom::Task task = loom::make_task(op, loom::detect_host_cpu(), std::min(o.threads, loom::usable_cpus()));
+  std::string note;  // the task compile() made: the same target and thread count
+  const loom::Task task = loom::make_task(op, loom::resolve_target(o.target), loom::resolve_threads(o.threads, note));
   std::vector<double> ms{compile_ms};
   for (int i = 0; i < 2; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
