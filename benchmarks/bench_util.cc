@@ -20,15 +20,26 @@ double now_ms() {
 
 namespace {
 
-// Untimed calls of `fn`, at least `calls` of them and at least kWarmMs long:
-// long enough for its data to win back the caches another callable's data
-// filled. After another 16 MB matrix, a GEMV's 16 MB B took 4 calls (2.1
-// ms) to be read from a 32 MB shared L3 again: 0.85, 0.58, 0.41, 0.28 ms,
-// then 0.25 (Zen 4).
-constexpr double kWarmMs = 3;
+// Untimed calls of `fn` until its data has won back the caches another
+// callable's data filled: at least `calls` of them and kWarmMs, and on
+// until two calls in a row run no faster than the one before, up to
+// kWarmCapMs. After another 16 MB matrix, a GEMV's 16 MB B took 4 calls
+// (2.1 ms) to be read from a 32 MB shared L3 again: 0.85, 0.58, 0.41, 0.28
+// ms, then 0.25 (Zen 4). After a 64 MB buffer, a GEMV's 64 MB B ran 3.2 ms
+// timed after 3 ms of such calls, 2.3 after 20 ms or after itself (Xeon).
+constexpr double kWarmMs = 3, kWarmCapMs = 60;
 void warm(const std::function<void()>& fn, int calls) {
   const double start = now_ms();
-  for (int c = 0; c < calls || now_ms() - start < kWarmMs; ++c) fn();
+  double last = INFINITY;
+  int settled = 0;  // calls in a row no faster than the one before
+  for (int c = 1;; ++c) {
+    const double t0 = now_ms();
+    fn();
+    const double t = now_ms() - t0, spent = now_ms() - start;
+    settled = t > 0.98 * last ? settled + 1 : 0;
+    last = t;
+    if ((c >= calls && spent >= kWarmMs && settled >= 2) || spent >= kWarmCapMs) return;
+  }
 }
 
 }  // namespace
@@ -53,7 +64,8 @@ std::vector<double> time_interleaved(const std::vector<std::function<void()>>& f
   std::vector<std::vector<double>> samples(fns.size());
   double start = now_ms();
   for (int round = 0; round < 300 && (round < 7 || now_ms() - start < budget_ms); ++round)
-    for (size_t i = 0; i < fns.size(); ++i) {
+    for (size_t j = 0; j < fns.size(); ++j) {
+      const size_t i = (j + size_t(round)) % fns.size();  // each takes each place in turn: none always follows the same
       warm(fns[i], reps[i]);  // untimed: brings its data back into the caches the others used
       double t0 = now_ms();
       for (int r = 0; r < reps[i]; ++r) fns[i]();
