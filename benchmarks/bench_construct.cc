@@ -231,8 +231,7 @@ double median_construct_ms(const loom::Operator& op, const loom::CompileOptions&
     loom::strategy_candidates(task, o, o.top_k);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[1];
+  return bench::median(ms);
 }
 
 LoomRun compile_parts(const std::vector<Part>& parts, const std::string& strategy, int top_k, int threads) {

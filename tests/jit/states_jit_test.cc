@@ -352,7 +352,8 @@ TEST(States, VectorizedReductionsFoldTheirLanesInHalves) {
 // whole: their dead lanes must keep the identity. Odd sizes, on the host's
 // lanes and on 8; every kernel matches the reference.
 TEST(States, OnlyAccumulatorsAlongASpatialVectorLetPartialVectorsWriteTheirDeadLanes) {
-  for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")}) {
+  const HwSpec host = detect_host_cpu();
+  for (const HwSpec& hw : {host, load_hwspec("haswell_avx2")}) {
     const Operator op = make_operator("matmul", {{"M", "5"}, {"N", "61"}, {"K", "37"}});
     const Task task = make_task(op, hw, 1);
     const State s = initial_state(*task.anchor, hw);
@@ -366,7 +367,7 @@ TEST(States, OnlyAccumulatorsAlongASpatialVectorLetPartialVectorsWriteTheirDeadL
       // Along N a partial vector of 13 lanes; along K a scalar remainder.
       EXPECT_EQ(ir.find(" masked") != std::string::npos, axis == 1) << ir;
       EXPECT_EQ(ir.find("dead-lanes-free") != std::string::npos, axis == 1) << v.state->str() << "\n" << ir;
-      if (hw.name == detect_host_cpu().name) EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << v.state->str();
+      if (hw.name == host.name) EXPECT_TRUE(test::run_and_check(op, k, inputs).ok) << v.state->str();
     }
     const Operator softmax = make_operator("softmax", {{"M", "3"}, {"N", "37"}});
     CompileOptions options;
