@@ -3,6 +3,7 @@
 // on two threads, and for several target specs (vector widths).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "test_util.h"
@@ -154,46 +155,80 @@ TEST(Codegen, LaneVaryingGuardedReads) {
 }
 
 
-// exp over its whole float range, in full vectors and a remainder, on the
-// host's vector width and on AVX2's (another exp lowering where the host has
-// AVX-512): within 2.5e-7 relative where the result is a normal float (1e-4
-// in the last third of an octave before float overflows), 0 or a denormal
-// below, +inf above, NaN for NaN.
-TEST(Codegen, ExpOverItsWholeRange) {
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> xs = {-inf, -1e30f, -200, -104, -100, -90, -87.5f, -87, -50, -10.5f, -1, -1e-8f, 0, 1e-8f,
-                           0.3465f, 0.35f, 1, 10, 50, 87, 88, 88.3f, 88.5f, 88.7f, 88.8f, 89, 100, 1e30f, inf,
-                           std::numeric_limits<float>::quiet_NaN()};
-  for (float x = -87; x < 88; x += 0.0137f) xs.push_back(x);
+// `f` of each of `xs` by a kernel compiled for `target`, the values in two
+// rows: full vectors and a remainder. `ir`, unless null, receives the kernel's LLVM IR.
+std::vector<float> unary_kernel(const std::function<Expr(const Expr&)>& f, const std::vector<float>& xs,
+                                const HwSpec& target, std::string* ir) {
   const int64_t n = int64_t(xs.size());
   auto X = te::placeholder({2, n}, "X");
-  auto Y = te::compute({2, n}, [&](const std::vector<Var>& a) { return exp(X(a[0], a[1])); }, "Y");
+  auto Y = te::compute({2, n}, [&](const std::vector<Var>& a) { return f(X(a[0], a[1])); }, "Y");
   Operator op;
-  op.name = "exp";
+  op.name = "unary";
   op.inputs = {X};
   op.outputs = {Y};
   op.flops = Expr(2 * n);
   Buffer in = Buffer::allocate({2, n});
   std::copy(xs.begin(), xs.end(), in.as<float>());
   std::copy(xs.begin(), xs.end(), in.as<float>() + n);
-  for (const std::string spec : {std::string("host"), std::string("haswell_avx2")}) {
-    CompileOptions options;
-    options.strategy = "default";
-    options.target = spec == "host" ? detect_host_cpu() : load_hwspec(spec);
-    Buffer out = Buffer::allocate({2, n});
-    Kernel k = compile(op, options);
-    k.run({in}, {out});
-    const auto& isa = options.target.cpu.isa;
-    if (std::find(isa.begin(), isa.end(), "avx512f") != isa.end())
-      EXPECT_NE(k.llvm_ir().find("scalef"), std::string::npos) << "16-lane exp by vscalefps";
-    for (int64_t i = 0; i < 2 * n; ++i) {
-      const float x = xs[size_t(i % n)], y = out.as<float>()[i], want = std::exp(x);
-      if (std::isnan(x)) EXPECT_TRUE(std::isnan(y)) << spec;
-      else if (want < std::numeric_limits<float>::min())
-        EXPECT_TRUE(y >= 0.0f && y <= 1.2e-38f) << spec << " exp(" << x << ") = " << y;
-      else if (std::isinf(want)) EXPECT_TRUE(std::isinf(y)) << spec << " exp(" << x << ") = " << y;
+  CompileOptions options;
+  options.strategy = "default";
+  options.target = target;
+  Buffer out = Buffer::allocate({2, n});
+  Kernel k = compile(op, options);
+  k.run({in}, {out});
+  if (ir) *ir = k.llvm_ir();
+  return {out.as<float>(), out.as<float>() + 2 * n};
+}
+
+// The host's spec, and AVX2's (other lowerings of exp where the host has AVX-512).
+std::vector<HwSpec> vector_math_targets() { return {detect_host_cpu(), load_hwspec("haswell_avx2")}; }
+
+bool has_avx512(const HwSpec& target) {
+  const auto& isa = target.cpu.isa;
+  return std::find(isa.begin(), isa.end(), "avx512f") != isa.end();
+}
+
+// exp over its whole float range: within 2.5e-7 relative where the result
+// is a normal float (1e-4 in the last third of an octave before float
+// overflows), 0 below (never a denormal: arithmetic on them is slow), +inf
+// above, NaN for NaN.
+TEST(Codegen, ExpOverItsWholeRange) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {-inf, -1e30f, -200, -104, -100, -90, -87.5f, -87, -50, -10.5f, -1, -1e-8f, 0, 1e-8f,
+                           0.3465f, 0.35f, 1, 10, 50, 87, 88, 88.3f, 88.5f, 88.7f, 88.8f, 89, 100, 1e30f, inf,
+                           std::numeric_limits<float>::quiet_NaN()};
+  for (float x = -87; x < 88; x += 0.0137f) xs.push_back(x);
+  for (float x = -87.7f; x < -87; x += 0.0011f) xs.push_back(x);  // about the smallest normal result
+  for (const HwSpec& target : vector_math_targets()) {
+    std::string ir;
+    const std::vector<float> ys = unary_kernel([](const Expr& x) { return exp(x); }, xs, target, &ir);
+    if (has_avx512(target)) EXPECT_NE(ir.find("scalef"), std::string::npos) << "16-lane exp by vscalefps";
+    for (size_t i = 0; i < ys.size(); ++i) {
+      const float x = xs[i % xs.size()], y = ys[i], want = std::exp(x);
+      if (std::isnan(x)) EXPECT_TRUE(std::isnan(y)) << target.name;
+      else if (want < std::numeric_limits<float>::min()) EXPECT_EQ(y, 0.0f) << target.name << " exp(" << x << ")";
+      else if (std::isinf(want)) EXPECT_TRUE(std::isinf(y)) << target.name << " exp(" << x << ") = " << y;
       // AVX2's 2^n from exponent bits stops at 2^127: the polynomial covers the last third of an octave.
-      else EXPECT_NEAR(y / want, 1.0f, x > 88.3f ? 1e-4f : 2.5e-7f) << spec << " exp(" << x << ") = " << y;
+      else EXPECT_NEAR(y / want, 1.0f, x > 88.3f ? 1e-4f : 2.5e-7f) << target.name << " exp(" << x << ") = " << y;
+    }
+  }
+}
+
+// erf over its whole float range: within 5e-7 of the exact value, exactly
+// +-1 from |x| = 4 on (where exp(-x^2) would reach denormals past 9.3),
+// NaN for NaN.
+TEST(Codegen, ErfOverItsWholeRange) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {-inf, -1e30f, -100, -9.5f, -9.3f, -4.5f, -4, -3.9f, -1e-30f, 0, 1e-30f, 3.9f, 4, 4.5f,
+                           9.3f, 9.5f, 13, 100, 1e30f, inf, std::numeric_limits<float>::quiet_NaN()};
+  for (float x = -6; x < 6; x += 0.0037f) xs.push_back(x);
+  for (const HwSpec& target : vector_math_targets()) {
+    const std::vector<float> ys = unary_kernel([](const Expr& x) { return erf(x); }, xs, target, nullptr);
+    for (size_t i = 0; i < ys.size(); ++i) {
+      const float x = xs[i % xs.size()], y = ys[i];
+      if (std::isnan(x)) EXPECT_TRUE(std::isnan(y)) << target.name;
+      else if (std::fabs(x) >= 4) EXPECT_EQ(y, std::copysign(1.0f, x)) << target.name << " erf(" << x << ")";
+      else EXPECT_NEAR(y, std::erf(double(x)), 5e-7) << target.name << " erf(" << x << ")";
     }
   }
 }
