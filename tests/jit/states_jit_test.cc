@@ -109,6 +109,41 @@ TEST_P(RandomStates, StrategyCandidatesMatchTheReference) {
 INSTANTIATE_TEST_SUITE_P(Jit, RandomStates, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return case_name(info.param); });
 
+// A consumer fused into the write-back of a reduction cut into blocks runs
+// on the last block alone (lower/cpu/tiled_nest.cc): the blocks before it
+// leave partial sums in the output. Random states made to fuse, those that
+// cut the reduction kept, GELU's and ReLU's epilogues, reduction lengths
+// that the blocks do not divide, on one and two threads.
+TEST(States, FusedConsumerOfASplitReduction) {
+  const HwSpec hw = detect_host_cpu();
+  for (const Case& c : std::vector<Case>{{"dense", {{"M", "13"}, {"N", "37"}, {"K", "50"}, {"epilogue", "bias_gelu"}}},
+                                         {"dense", {{"M", "6"}, {"N", "21"}, {"K", "67"}, {"epilogue", "bias_relu"}}},
+                                         {"conv2d", {{"N", "1"}, {"H", "6"}, {"W", "5"}, {"CI", "11"}, {"CO", "9"},
+                                                     {"KH", "3"}, {"KW", "3"}, {"pad", "1"}, {"epilogue", "bn_relu"}}}}) {
+    Operator op = make_operator(c.op, c.params);
+    Task task = make_task(op, hw, 1);
+    const AnchorInfo& anchor = *task.anchor;
+    ASSERT_TRUE(anchor.consumer.defined()) << case_name(c);
+    std::mt19937_64 rng(std::hash<std::string>()(case_name(c)));
+    const auto inputs = random_inputs(op, 3);
+    int split = 0;
+    for (int sample = 0; sample < 200 && split < 6; ++sample) {
+      auto state = std::make_shared<StateData>(*random_state(anchor, hw, rng, 10 + sample % 20));
+      state->fuse = true;
+      const int reg = state->reg_level();
+      bool cut = false;
+      for (int a = anchor.num_spatial; a < anchor.num_axes(); ++a)
+        cut |= reg > 0 && state->tile[reg - 1][a] < anchor.plan_extent(a);
+      if (!cut || !check_legal(*state, anchor, hw).empty()) continue;
+      ++split;
+      Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1 + split % 2);
+      CheckResult r = test::run_and_check(op, k, inputs);
+      EXPECT_TRUE(r.ok) << case_name(c) << " state " << state->str() << " max_rel_err " << r.max_rel_err;
+    }
+    EXPECT_GE(split, 6) << case_name(c) << ": too few sampled states cut the reduction";
+  }
+}
+
 // A spatial axis of a known extent keeps the unrolled micro-kernel in its
 // last, shorter register tile: along the vector axis always (remainders
 // peeled at every level, a narrower last vector), along the others when the

@@ -825,13 +825,19 @@ class TiledNest {
     // write-back
     Expr value = make_load(acc, acc_index(make_int(0)));
     if (rv >= 0 && first.defined()) value = select(first, value, combine(make_load(in_.out, out_index), value));
+    auto write_back = [&](const Expr& v) {
+      Stmt write = make_store(in_.out, out_index, v);
+      if (rv >= 0 && fast) write = make_seq({fold_lanes(acc, acc_index, RL), write});
+      return wrap(el, write);
+    };
+    Stmt writes = write_back(value);
     if (in_.epilogue) {
-      Expr final_value = in_.epilogue(value, coords);
-      value = last.defined() ? select(last, final_value, value) : final_value;
+      // On the last reduction block only: one branch per call (its blocks are the same for all its elements),
+      // where a select per element would compute the epilogue for every block and drop it.
+      Stmt final_writes = write_back(in_.epilogue(value, coords));
+      writes = last.defined() ? make_if(last, final_writes, writes) : final_writes;
     }
-    Stmt write = make_store(in_.out, out_index, value);
-    if (rv >= 0 && fast) write = make_seq({fold_lanes(acc, acc_index, RL), write});
-    return make_allocate(acc, make_seq({init, update, wrap(el, write)}), MemScope::Stack);
+    return make_allocate(acc, make_seq({init, update, writes}), MemScope::Stack);
   }
 
   // Hints asking for an operand's lines some steps of the reduction ahead
