@@ -64,7 +64,10 @@
 // set conflicts of strided unpacked reads within a register tile and the
 // horizontal sums of a vectorized reduction are charged per element; an
 // unpacked read whose lines along the micro-kernel's reduction loop crowd
-// more L1 sets than there are ways re-reads every step's lines from L2.
+// more L1 sets than there are ways re-reads every step's lines from L2. An
+// element-wise consumer not fused into the write-back runs as a pass of its
+// own, reading the result back and writing its own at the bandwidth of the
+// level both fit in.
 // Spills. Accumulators plus live operands (the fewest vectors one access
 // needs per step, plus one; that times the unrolled taps when an access
 // slides over them; for a vector access sliding over taps unrolled whole,

@@ -898,5 +898,26 @@ TEST(AnalyticModel, GuardsFoldAlongAnAxisARegisterTileSpansWithItsTapsUnrolled) 
   EXPECT_NEAR(branching.penalty_s - folded.penalty_s, (1 - 2.0 / 7) * vectors / freq, 1e-3 * vectors / freq);
 }
 
+// An element-wise consumer left out of the write-back costs a pass of its
+// own: the anchor's result read back and the consumer's written, at the
+// bandwidth of the level both fit in (zen4_server: 2 x 192 KiB in its 1 MiB
+// L2's usable three quarters; 2 x 768 KiB in L3). Construction fuses it.
+TEST(AnalyticModel, AnUnfusedConsumerPaysAPassOverTheResult) {
+  const HwSpec spec = spec_with_scatter(1);
+  for (const auto& [M, level] : std::vector<std::pair<const char*, size_t>>{{"64", 1}, {"256", 2}}) {
+    const Task task = make_task(
+        make_operator("dense", {{"M", M}, {"N", "768"}, {"K", "64"}, {"epilogue", "bias_gelu"}}), spec, 1);
+    const State top = construct_states(task, 1, {})[0].state;
+    EXPECT_TRUE(top->fuse) << M << ": " << top->str();
+    auto unfused = std::make_shared<StateData>(*top);
+    unfused->fuse = false;
+    const double bytes = 4.0 * std::stod(M) * 768;
+    const double pass_s = 2 * bytes / (spec.cpu.caches[level].bandwidth_gbs * 1e9);
+    EXPECT_NEAR(estimate(*task.anchor, *unfused, spec, 1).penalty_s - estimate(*task.anchor, *top, spec, 1).penalty_s,
+                pass_s, pass_s * 1e-9)
+        << M;
+  }
+}
+
 }  // namespace
 }  // namespace loom
