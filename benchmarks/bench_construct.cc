@@ -159,12 +159,17 @@ std::vector<Workload> workloads() {
       int M = 16 * T;
       w.push_back({"bert", "dense T=" + S(T) + " " + S(M) + "x" + S(N) + "x" + S(K),
                    {"dense", P({{"M", S(M)}, {"N", S(N)}, {"K", S(K)}})},
-                   [=] { return std::vector<bench::Baseline>{bench::onednn_gemm(M, N, K, true)}; }, {}});
+                   [=] {
+                     return std::vector<bench::Baseline>{bench::onednn_gemm(M, N, K, true),
+                                                         bench::onednn_dense(M, N, K, loom::ops::Epilogue::None)};
+                   },
+                   {}});
     }
   for (int T : {43, 128}) {
     int M = 16 * T;
     w.push_back({"fused", "dense+bias+gelu " + S(M) + "x3072x768",
-                 {"dense", P({{"M", S(M)}, {"N", "3072"}, {"K", "768"}, {"epilogue", "bias_gelu"}})}, nullptr,
+                 {"dense", P({{"M", S(M)}, {"N", "3072"}, {"K", "768"}, {"epilogue", "bias_gelu"}})},
+                 [=] { return std::vector<bench::Baseline>{bench::onednn_dense(M, 3072, 768, loom::ops::Epilogue::BiasGelu)}; },
                  {{"dense", P({{"M", S(M)}, {"N", "3072"}, {"K", "768"}})}, {"bias_add_gelu", P({{"M", S(M)}, {"N", "3072"}})}}});
   }
   for (auto [H, CI, CO, k, s, pad] : std::vector<std::tuple<int, int, int, int, int, int>>{

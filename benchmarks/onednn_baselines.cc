@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 namespace bench {
@@ -75,6 +76,58 @@ Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b) {
                         s->a.data(), K, s->b.data(), transpose_b ? K : N, 0.f, s->c.data(), N);
           },
           s};
+}
+
+Baseline onednn_dense(int64_t M, int64_t N, int64_t K, loom::ops::Epilogue epilogue) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  using loom::ops::Epilogue;
+  const bool bias = epilogue != Epilogue::None;
+  memory::desc src_md({M, K}, dt::f32, tag::ab), dst_md({M, N}, dt::f32, tag::ab);
+  memory::desc wei_any({N, K}, dt::f32, tag::any), bias_md({N}, dt::f32, tag::a);
+  inner_product_forward::desc desc =
+      bias ? inner_product_forward::desc(prop_kind::forward_inference, src_md, wei_any, bias_md, dst_md)
+           : inner_product_forward::desc(prop_kind::forward_inference, src_md, wei_any, dst_md);
+  primitive_attr attr;
+  if (epilogue == Epilogue::BiasRelu || epilogue == Epilogue::BiasGelu) {
+    post_ops ops;
+    ops.append_eltwise(1.f, epilogue == Epilogue::BiasRelu ? algorithm::eltwise_relu : algorithm::eltwise_gelu_erf,
+                       0.f, 0.f);
+    attr.set_post_ops(ops);
+  }
+  inner_product_forward::primitive_desc pd(desc, attr, engine());
+  struct S {
+    FloatVec src, wei_plain, wei, bias, dst;
+    memory src_m, wei_m, bias_m, dst_m;
+    inner_product_forward prim;
+    stream strm;
+  };
+  auto s = std::make_shared<S>();
+  s->src = random_vector(size_t(M * K));
+  s->wei_plain = random_vector(size_t(N * K));
+  s->wei.resize(pd.weights_desc().get_size() / sizeof(float) + 16);
+  s->bias = random_vector(size_t(N));
+  s->dst.resize(size_t(M * N));
+  s->src_m = memory(src_md, engine(), s->src.data());
+  s->wei_m = memory(pd.weights_desc(), engine(), s->wei.data());
+  s->bias_m = memory(bias_md, engine(), s->bias.data());
+  s->dst_m = memory(dst_md, engine(), s->dst.data());
+  s->strm = stream(engine());
+  memory plain(memory::desc({N, K}, dt::f32, tag::ab), engine(), s->wei_plain.data());
+  reorder(plain, s->wei_m).execute(s->strm, plain, s->wei_m);  // once, outside timing
+  s->strm.wait();
+  s->prim = inner_product_forward(pd);
+  return {"oneDNN",
+          [s, bias] {
+            std::unordered_map<int, dnnl::memory> args = {
+                {DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_WEIGHTS, s->wei_m}, {DNNL_ARG_DST, s->dst_m}};
+            if (bias) args[DNNL_ARG_BIAS] = s->bias_m;
+            s->prim.execute(s->strm, args);
+            s->strm.wait();
+          },
+          s,
+          pd.impl_info_str()};
 }
 
 Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu, bool preferred_layout) {

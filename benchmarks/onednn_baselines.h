@@ -27,6 +27,10 @@ void set_library_threads(int threads);
 
 Baseline onednn_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
 Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
+// loom's dense, Y = X W^T with its epilogue (bias, then ReLU or GELU), as an
+// inner product with bias and an eltwise post-op, weights in the layout
+// oneDNN prefers (reordered once, outside timing).
+Baseline onednn_dense(int64_t M, int64_t N, int64_t K, loom::ops::Epilogue epilogue);
 // NHWC activations, or the layout oneDNN prefers (blocked, e.g. nChw16c)
 // when `preferred_layout`; groups == CI == CO for depthwise.
 Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu, bool preferred_layout = false);
