@@ -169,7 +169,10 @@ std::vector<Workload> workloads() {
     int M = 16 * T;
     w.push_back({"fused", "dense+bias+gelu " + S(M) + "x3072x768",
                  {"dense", P({{"M", S(M)}, {"N", "3072"}, {"K", "768"}, {"epilogue", "bias_gelu"}})},
-                 [=] { return std::vector<bench::Baseline>{bench::onednn_dense(M, 3072, 768, loom::ops::Epilogue::BiasGelu)}; },
+                 [=] {
+                   using loom::ops::Epilogue;
+                   return std::vector<bench::Baseline>{bench::onednn_dense(M, 3072, 768, Epilogue::BiasGelu)};
+                 },
                  {{"dense", P({{"M", S(M)}, {"N", "3072"}, {"K", "768"}})}, {"bias_add_gelu", P({{"M", S(M)}, {"N", "3072"}})}}});
   }
   for (auto [H, CI, CO, k, s, pad] : std::vector<std::tuple<int, int, int, int, int, int>>{

@@ -112,23 +112,44 @@ INSTANTIATE_TEST_SUITE_P(Jit, RandomStates, ::testing::ValuesIn(cases()),
 // A consumer fused into the write-back of a reduction cut into blocks runs
 // on the last block alone (lower/cpu/tiled_nest.cc): the blocks before it
 // leave partial sums in the output. Random states made to fuse, those that
-// cut the reduction kept, GELU's and ReLU's epilogues, reduction lengths
-// that the blocks do not divide, on one and two threads.
+// cut the reduction kept (dense's with lanes along the reduction too, whose
+// write-back first sums the lanes), GELU's, ReLU's and batch norm's
+// epilogues, reduction lengths that the blocks do not divide, on one and
+// two threads.
 TEST(States, FusedConsumerOfASplitReduction) {
   const HwSpec hw = detect_host_cpu();
-  for (const Case& c : std::vector<Case>{{"dense", {{"M", "13"}, {"N", "37"}, {"K", "50"}, {"epilogue", "bias_gelu"}}},
-                                         {"dense", {{"M", "6"}, {"N", "21"}, {"K", "67"}, {"epilogue", "bias_relu"}}},
-                                         {"conv2d", {{"N", "1"}, {"H", "6"}, {"W", "5"}, {"CI", "11"}, {"CO", "9"},
-                                                     {"KH", "3"}, {"KW", "3"}, {"pad", "1"}, {"epilogue", "bn_relu"}}}}) {
+  const std::vector<Case> fusing = {
+      {"dense", {{"M", "13"}, {"N", "37"}, {"K", "50"}, {"epilogue", "bias_gelu"}}},
+      {"dense", {{"M", "6"}, {"N", "21"}, {"K", "67"}, {"epilogue", "bias_relu"}}},
+      {"conv2d", {{"N", "1"}, {"H", "6"}, {"W", "5"}, {"CI", "11"}, {"CO", "9"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
+                  {"epilogue", "bn_relu"}}}};
+  for (const Case& c : fusing) {
     Operator op = make_operator(c.op, c.params);
     Task task = make_task(op, hw, 1);
     const AnchorInfo& anchor = *task.anchor;
     ASSERT_TRUE(anchor.consumer.defined()) << case_name(c);
     std::mt19937_64 rng(std::hash<std::string>()(case_name(c)));
     const auto inputs = random_inputs(op, 3);
-    int split = 0;
-    for (int sample = 0; sample < 200 && split < 6; ++sample) {
-      auto state = std::make_shared<StateData>(*random_state(anchor, hw, rng, 10 + sample % 20));
+    // Random walks seldom both cut the reduction and run the lanes along it: for dense, states that do are
+    // made from the lanes along K, a register block of rows and columns, the cache tiles' reduction cut (the
+    // steps that do not apply on this host's vector width are left out).
+    std::vector<State> made;
+    const std::string vectorize = "vectorize 2 " + std::to_string(hw.cpu.fp32_lanes()) + "\n";
+    if (c.op == "dense") {
+      for (const char* steps : {"tile_grow 3 0\ntile_grow 3 1\ntile_shrink 2 2",
+                                "tile_grow 3 0\ntile_shrink 2 2\ntile_shrink 1 2"}) {
+        try {
+          made.push_back(replay(anchor, hw, parse_steps(vectorize + steps)));
+        } catch (const UserError&) {
+        }
+      }
+      ASSERT_FALSE(made.empty()) << case_name(c);
+    }
+    int split = 0, lanes_along_reduction = 0;
+    for (int sample = 0; sample < 200 && (split < 6 || !made.empty()); ++sample) {
+      State drawn = made.empty() ? random_state(anchor, hw, rng, 10 + sample % 20) : made.back();
+      if (!made.empty()) made.pop_back();
+      auto state = std::make_shared<StateData>(*drawn);
       state->fuse = true;
       const int reg = state->reg_level();
       bool cut = false;
@@ -136,11 +157,13 @@ TEST(States, FusedConsumerOfASplitReduction) {
         cut |= reg > 0 && state->tile[reg - 1][a] < anchor.plan_extent(a);
       if (!cut || !check_legal(*state, anchor, hw).empty()) continue;
       ++split;
+      lanes_along_reduction += state->vec_axis >= anchor.num_spatial;
       Kernel k = compile_schedule(op, schedule_with_state(task, state), hw, 1 + split % 2);
       CheckResult r = test::run_and_check(op, k, inputs);
       EXPECT_TRUE(r.ok) << case_name(c) << " state " << state->str() << " max_rel_err " << r.max_rel_err;
     }
     EXPECT_GE(split, 6) << case_name(c) << ": too few sampled states cut the reduction";
+    if (c.op == "dense") EXPECT_GE(lanes_along_reduction, 1) << case_name(c);
   }
 }
 
