@@ -41,13 +41,15 @@
 //   stream prefetchers bring. Unpacked accesses whose contiguous run is
 //   shorter than a cache line pay for whole lines.
 // Streams. Prefetchers follow a run of lines after its first ~512 bytes,
-//   within a page, and track a few (8) runs at once. An access's streams
+//   within a page, and track a few (16) runs at once. An access's streams
 //   are its micro-kernel data tile cut at page boundaries (the contiguous
 //   axis, then the next-strided axes while they stay within a page); when
-//   there are at most 8, each enclosing loop stepping along their axes
+//   there are at most 16, each enclosing loop stepping along their axes
 //   lengthens them. The first 512 bytes of every stream (all of a shorter
-//   one) are demand misses, charged at the scattered bandwidth. A packed
-//   access is read row by row of its packed region.
+//   one) are demand misses, charged at the scattered bandwidth; an input's,
+//   unless a stride prefetcher follows its loads, stall the core when they
+//   come from a shared cache or memory. A packed access is read row by row
+//   of its packed region.
 // Packing. Each packed access moves its region twice per pack at the read
 // bandwidth of the level it comes from (its source read in the region's rows,
 // with their demand misses), plus the scalar copy: four elements a cycle,
