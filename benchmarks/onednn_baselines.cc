@@ -42,6 +42,13 @@ dnnl::engine& engine() {
   return e;
 }
 
+// Copies `plain` (row-major, `plain_md`) into `to`, in the layout oneDNN chose for it: once, outside timing.
+void reorder_into(const dnnl::memory::desc& plain_md, float* plain, dnnl::memory& to, dnnl::stream& strm) {
+  dnnl::memory from(plain_md, engine(), plain);
+  dnnl::reorder(from, to).execute(strm, from, to);
+  strm.wait();
+}
+
 }  // namespace
 
 void set_library_threads(int threads) {
@@ -100,6 +107,7 @@ Baseline onednn_dense(int64_t M, int64_t N, int64_t K, loom::ops::Epilogue epilo
   struct S {
     FloatVec src, wei_plain, wei, bias, dst;
     memory src_m, wei_m, bias_m, dst_m;
+    std::unordered_map<int, memory> args;
     inner_product_forward prim;
     stream strm;
   };
@@ -114,16 +122,13 @@ Baseline onednn_dense(int64_t M, int64_t N, int64_t K, loom::ops::Epilogue epilo
   s->bias_m = memory(bias_md, engine(), s->bias.data());
   s->dst_m = memory(dst_md, engine(), s->dst.data());
   s->strm = stream(engine());
-  memory plain(memory::desc({N, K}, dt::f32, tag::ab), engine(), s->wei_plain.data());
-  reorder(plain, s->wei_m).execute(s->strm, plain, s->wei_m);  // once, outside timing
-  s->strm.wait();
+  reorder_into(memory::desc({N, K}, dt::f32, tag::ab), s->wei_plain.data(), s->wei_m, s->strm);
+  s->args = {{DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_WEIGHTS, s->wei_m}, {DNNL_ARG_DST, s->dst_m}};
+  if (bias) s->args[DNNL_ARG_BIAS] = s->bias_m;
   s->prim = inner_product_forward(pd);
   return {"oneDNN",
-          [s, bias] {
-            std::unordered_map<int, dnnl::memory> args = {
-                {DNNL_ARG_SRC, s->src_m}, {DNNL_ARG_WEIGHTS, s->wei_m}, {DNNL_ARG_DST, s->dst_m}};
-            if (bias) args[DNNL_ARG_BIAS] = s->bias_m;
-            s->prim.execute(s->strm, args);
+          [s] {
+            s->prim.execute(s->strm, s->args);
             s->strm.wait();
           },
           s,
@@ -169,9 +174,8 @@ Baseline onednn_conv(const loom::ops::Conv2dParams& p, bool bn_relu, bool prefer
   s->dst_m = memory(pd.dst_desc(), engine(), s->dst.data());
   s->wei_m = memory(pd.weights_desc(), engine(), s->wei.data());
   s->strm = stream(engine());
-  memory plain(memory::desc(wei_dims, dt::f32, grouped ? tag::goihw : tag::oihw), engine(), s->wei_plain.data());
-  reorder(plain, s->wei_m).execute(s->strm, plain, s->wei_m);  // once, outside timing
-  s->strm.wait();
+  reorder_into(memory::desc(wei_dims, dt::f32, grouped ? tag::goihw : tag::oihw), s->wei_plain.data(), s->wei_m,
+               s->strm);
   s->prim = convolution_forward(pd);
   return {"oneDNN",
           [s] {

@@ -99,6 +99,14 @@ double usable_capacity(const CacheLevel& c) {
   return double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores)) * 0.75;
 }
 
+// Bytes per second one core reads from the nearest level, from `first` (0:
+// L1) outward, whose usable capacity holds `bytes` (memory past the last).
+double bandwidth_of_level_holding(const CpuSpec& cpu, double bytes, size_t first) {
+  size_t level = first;
+  while (level < cpu.caches.size() && bytes > usable_capacity(cpu.caches[level])) ++level;
+  return read_bandwidth(cpu, level);
+}
+
 // How many times its own bytes the data tile of `x` occupies in a cache
 // that stream prefetchers fill: a run shorter than its row brings the next
 // kPrefetchLeadBytes of the row too, which the prefetcher runs ahead into
@@ -376,9 +384,7 @@ double box_lines_per_set(const Access& x, const int64_t* tile, const CacheLevel&
 // nearest level both fit in (measured: dense 688x3072x768 + bias + GELU,
 // 8 MB results read from L3, 0.6 ms slower unfused than fused).
 double unfused_consumer_seconds(const CpuSpec& cpu, double result_bytes) {
-  size_t level = 0;
-  while (level < cpu.caches.size() && usable_capacity(cpu.caches[level]) < 2 * result_bytes) ++level;
-  return 2 * result_bytes / read_bandwidth(cpu, level);
+  return 2 * result_bytes / bandwidth_of_level_holding(cpu, 2 * result_bytes, 0);
 }
 
 // Whether lowering knows the size of every register tile along spatial
@@ -939,10 +945,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const Access& x = an.accesses[i];
     const double elems = x.data_tile(full.data()), bytes = 8 * elems;
     const int width = x.tensor.shape().empty() ? 1 : vector_width_for(x.tensor.shape().back(), lanes);
-    size_t level = 1;
-    while (level < cpu.caches.size() && bytes > usable_capacity(cpu.caches[level])) ++level;
     constexpr double kCyclesPerIteration = 8;
-    est.pack_s += kCyclesPerIteration * elems / width / freq + bytes / read_bandwidth(cpu, level);
+    est.pack_s += kCyclesPerIteration * elems / width / freq + bytes / bandwidth_of_level_holding(cpu, bytes, 1);
   }
 
   // --- penalties ---
