@@ -12,13 +12,18 @@ BufferRef StageReads::buffer_for(const te::Tensor& t) {
   return b;
 }
 
-void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots) {
-  row_local_[t] = RowLocal{std::move(row), row_axes, slots};
+void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots, Expr slot_elems) {
+  row_local_[t] = RowLocal{std::move(row), row_axes, slots, std::move(slot_elems)};
 }
 
-Expr row_slot_base(const std::vector<Expr>& row, const std::vector<Expr>& row_shape, int slots, const Expr& row_elems) {
+Expr row_slot_base(const std::vector<Expr>& row, const std::vector<Expr>& row_shape, int slots, const Expr& slot_elems) {
   if (slots == 1) return make_int(0);
-  return flatten_index(row, row_shape) % make_int(slots) * row_elems;
+  return flatten_index(row, row_shape) % make_int(slots) * slot_elems;
+}
+
+Expr row_slot_elems(const Expr& row_elems, DType type, int line_bytes) {
+  const int64_t line = std::max<int64_t>(1, line_bytes / std::max(1, type.bytes()));
+  return (row_elems + (line - 1)) / line * line;
 }
 
 Expr StageReads::rewrite(const Expr& e) {
@@ -36,7 +41,7 @@ Expr StageReads::rewrite(const Expr& e) {
       const auto rows = r->indices.begin() + local.row_axes;
       const std::vector<Expr> rest_shape(t->shape.begin() + local.row_axes, t->shape.end());
       const Expr base = row_slot_base({r->indices.begin(), rows}, {t->shape.begin(), t->shape.begin() + local.row_axes},
-                                      local.slots, product(rest_shape));
+                                      local.slots, local.slot_elems);
       return make_load(local.buffer, base + flatten_index({rows, r->indices.end()}, rest_shape));
     }
     return make_load(buffer_for(r->tensor), flatten_index(r->indices, t->shape));

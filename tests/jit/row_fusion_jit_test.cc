@@ -179,6 +179,27 @@ TEST(RowFusion, PipelinedRowsMatchTheReference) {
       }
 }
 
+// Each row's slot in a row-local buffer is whole cache lines: a vector access
+// to one row (a masked remainder's full-width load included) never reaches
+// into the next row's slot, whose stores it would wait on.
+TEST(RowFusion, RowSlotsAreWholeCacheLines) {
+  const HwSpec hw = load_hwspec("zen4_server");
+  const int64_t line_elems = hw.cpu.caches.front().line_bytes / 4;
+  for (int64_t n : {1, 17, 43, 64, 600}) {
+    const Operator op = ops::softmax(64, n);
+    Schedule s = default_schedule(op, hw);
+    s.row_pipelined = true;
+    const std::string ir = compile_schedule(op, s, hw, 1).report().loop_ir;
+    const std::regex row_buffer(R"(allocate exp_row\[(\d+)\])");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(ir, m, row_buffer)) << ir;
+    const int64_t elems = std::stoll(m[1]), per_slot = (n + line_elems - 1) / line_elems * line_elems;
+    EXPECT_EQ(elems % per_slot, 0) << "n=" << n << ": " << elems;
+    EXPECT_GE(elems / per_slot, 3) << "n=" << n << ": one slot per phase in flight";
+    EXPECT_NE(ir.find("* " + std::to_string(per_slot) + ")"), std::string::npos) << "n=" << n << ":\n" << ir;
+  }
+}
+
 TEST(RowFusion, DependentRowsStayStageByStage) {
   CompileOptions o;
   o.threads = 2;

@@ -130,13 +130,13 @@ class Lowerer {
           std::any_of(op_.outputs.begin(), op_.outputs.end(), [&](const te::Tensor& o) { return o.get() == node; });
       if (!stored_in_place) {
         const std::vector<Expr> rest(node->shape.begin() + R, node->shape.end());
-        std::vector<Expr> ring{make_int(slots)};
-        ring.insert(ring.end(), rest.begin(), rest.end());
-        auto local = std::make_shared<BufferNode>(BufferNode{node->name + "_row", node->dtype, ring});
-        reads_.read_row_locally(node, local, R, slots);
+        const Expr slot_elems = row_slot_elems(product(rest), node->dtype, schedule_.cpu_caches.line_bytes);
+        auto local = std::make_shared<BufferNode>(
+            BufferNode{node->name + "_row", node->dtype, {make_int(slots), slot_elems}});
+        reads_.read_row_locally(node, local, R, slots, slot_elems);
         locals.push_back(local);
         out = local;
-        local_base = row_slot_base({row}, {rows}, slots, product(rest));
+        local_base = row_slot_base({row}, {rows}, slots, slot_elems);
       }
       by_phase[size_t(phase[i])].push_back(row_stage(s, body, row_index, local_base, out));
     }
