@@ -1030,24 +1030,37 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       // beyond the overlap (measured, this Zen 4 core restricted to AVX2:
       // GEMM 1024^3's pick read B's rows 4 KiB apart in place, 6 rows by 16
       // columns, and ran 1.7x the time of the pick this finds, 35.8 ms
-      // against 20.8; at 512 bits the charge is a fifth as large).
+      // against 20.8; at 512 bits the charge is a fifth as large). Steps
+      // whose lines no later step or call reads (no window slides over
+      // them; the next call moves the tile) lose nothing to crowding when
+      // the access comes from L2, where the blocks' traffic has their lines
+      // (measured: depthwise 14x14 c512 3x3/2, a tile of 7 columns x 32
+      // channels whose kh rows crowd one set ran 1.4x faster than the pick
+      // the charge put above it); from farther out their demand misses stay
+      // charged (GEMVs reading B's rows in place: picks up to 1.4x slower
+      // without). A step's lines are those it touches (a strided window's,
+      // not its span), charged once however many reduction axes crowd.
       const int kept = kept_across_calls(s, an, trip, x);
-      const double step_lines = std::ceil(x.data_tile(t.data()) * 4 / double(l1.line_bytes));
+      const bool in_l2 = cpu.caches.size() > 1 && 4 * x.data_tile(full.data()) <= usable_capacity(cpu.caches[1]);
+      const double step_lines = std::ceil(x.touched_tile(t.data()) * 4 / double(l1.line_bytes));
       const double step_run = std::min(step_lines * double(l1.line_bytes), x.run_elems(t.data()) * 4);
-      for (int a = an.num_spatial; a < n; ++a) {
+      bool crowded = false;
+      for (int a = an.num_spatial; a < n && !crowded; ++a) {
         const int64_t R = reg > 1 ? s.tile[reg - 1][a] : an.plan_extent(a);
         if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
         const int64_t bytes = std::abs(*x.stride[a]) * 4;
         if (bytes < l1.line_bytes) continue;  // the steps share lines
         bool slides = false;
         for (int b = 0; b < an.num_spatial; ++b) slides |= t[b] > 1 && x.slides_with(b, a);
+        if (!slides && !kept && in_l2) continue;
         const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
         const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, R)
                                      : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
-        if (crowd + kept > l1.associativity) {
-          est.level_s[0] += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run, true);
-          est.penalty_s += steps * step_lines * thrashed_line_s;
-        }
+        crowded = crowd + kept > l1.associativity;
+      }
+      if (crowded) {
+        est.level_s[0] += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run, true);
+        est.penalty_s += steps * step_lines * thrashed_line_s;
       }
     }
   }
