@@ -16,7 +16,8 @@ void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_ax
   row_local_[t] = RowLocal{std::move(row), row_axes, slots, std::move(slot_elems)};
 }
 
-Expr row_slot_base(const std::vector<Expr>& row, const std::vector<Expr>& row_shape, int slots, const Expr& slot_elems) {
+Expr row_slot_base(const std::vector<Expr>& row, const std::vector<Expr>& row_shape, int slots,
+                   const Expr& slot_elems) {
   if (slots == 1) return make_int(0);
   return flatten_index(row, row_shape) % make_int(slots) * slot_elems;
 }

@@ -52,10 +52,10 @@ Expr row_slot_base(const std::vector<Expr>& row, const std::vector<Expr>& row_sh
 // `row_elems`: whole cache lines of `line_bytes`, so that no vector access
 // to one row, a masked remainder's full-width load included, reaches into
 // another's slot. (Softmax 8256x43 kept its rows' exponentials 172 bytes
-// apart: a row's last vector load overlapped the next row's first store, a
-// store-forwarding stall that held each row until the stores before it,
-// misses to the output among them, had left; 0.22 ms, 0.115 ms in the
-// processes where those stores hit.)
+// apart, so a row's last, masked vector was loaded and stored whole over
+// the next row's first elements: it ran 0.22 ms in some processes, in every
+// one with address randomization off, and 0.115 ms in the others; with
+// slots of whole lines, 0.115-0.12 ms in every process.)
 Expr row_slot_elems(const Expr& row_elems, DType type, int line_bytes);
 
 // The stage the schedule fuses into the anchor's write-back, or null.
