@@ -559,6 +559,27 @@ TEST(AnalyticModel, WindowRowsReadOnceFromL2CostNothingWhenTheyCrowdASet) {
   EXPECT_GT(conflicts(eight_way, input_bytes / 2), 1.5 * conflicts(wide, input_bytes / 2));
 }
 
+TEST(AnalyticModel, AProblemJustPastACacheFindsMostOfItThereOnTheNextRun) {
+  // An l2 norm of 2^18 floats: input and output 2 MiB and 4 bytes. In an L2
+  // of 4 MiB it stays; of 1.875 MiB (a little smaller) the next run finds
+  // all but what exceeds three quarters of it; of 1.5 MiB every byte comes
+  // from L3 again.
+  const HwSpec spec = spec_with_scatter(1);
+  const Task task = make_task(make_operator("reduce", {{"M", "1"}, {"N", "262144"}, {"kind", "l2"}}), spec, 1);
+  const State s = construct_states(task, 1, ConstructOptions{})[0].state;
+  auto from_l3 = [&](double l2_mib) {
+    HwSpec h = spec;
+    h.cpu.caches[1].size_bytes = int64_t(l2_mib * (1 << 20));
+    h.cpu.caches[1].shared_by_cores = 1;
+    return estimate(*task.anchor, *s, h, 1).level_s[1];
+  };
+  const double all = from_l3(1.5), near = from_l3(1.875);
+  ASSERT_GT(all, 0);
+  EXPECT_EQ(from_l3(4), 0);
+  EXPECT_GT(near, 0);
+  EXPECT_LT(near, 0.5 * all);
+}
+
 TEST(AnalyticModel, RegistersBeyondTheFileSpill) {
   // Y = X W^T with the reduction vectorized: 5 x 6 outputs need 30
   // accumulators plus 5 operand vectors kept and one streaming in, 4 past
