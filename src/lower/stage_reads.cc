@@ -12,8 +12,8 @@ BufferRef StageReads::buffer_for(const te::Tensor& t) {
   return b;
 }
 
-void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots, Expr slot_elems) {
-  row_local_[t] = RowLocal{std::move(row), row_axes, slots, std::move(slot_elems)};
+void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots) {
+  row_local_[t] = RowLocal{std::move(row), row_axes, slots};
 }
 
 Expr row_slot_base(const std::vector<Expr>& row, const std::vector<Expr>& row_shape, int slots,
@@ -42,7 +42,7 @@ Expr StageReads::rewrite(const Expr& e) {
       const auto rows = r->indices.begin() + local.row_axes;
       const std::vector<Expr> rest_shape(t->shape.begin() + local.row_axes, t->shape.end());
       const Expr base = row_slot_base({r->indices.begin(), rows}, {t->shape.begin(), t->shape.begin() + local.row_axes},
-                                      local.slots, local.slot_elems);
+                                      local.slots, local.buffer->shape.back());
       return make_load(local.buffer, base + flatten_index({rows, r->indices.end()}, rest_shape));
     }
     return make_load(buffer_for(r->tensor), flatten_index(r->indices, t->shape));

@@ -21,10 +21,10 @@ class StageReads {
   bool has_buffer(const TensorNode* t) const { return buffers_.count(t) != 0; }
   // Reads of `t` become `body` (already lowered) at the read's indices.
   void inline_stage(const TensorNode* t, Expr body) { inlined_[t] = std::move(body); }
-  // Reads of `t` become loads of `row` indexed by their dimensions after the
-  // first `row_axes`, in slot (row number mod `slots`) of `slots` slots of
-  // `slot_elems` elements each.
-  void read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots, Expr slot_elems);
+  // Reads of `t` become loads of `row`, a buffer of shape {slots, slot
+  // elements}, indexed by their dimensions after the first `row_axes`, in
+  // slot (row number mod `slots`).
+  void read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots);
   Expr rewrite(const Expr& e);
 
   // The value of the element-wise `consumer` at `coords`, given the value of
@@ -37,7 +37,6 @@ class StageReads {
     BufferRef buffer;
     int row_axes;
     int slots;
-    Expr slot_elems;
   };
   std::unordered_map<const TensorNode*, BufferRef> buffers_;
   std::unordered_map<const TensorNode*, Expr> inlined_;

@@ -133,7 +133,7 @@ class Lowerer {
         const Expr slot_elems = row_slot_elems(product(rest), node->dtype, schedule_.cpu_caches.line_bytes);
         auto local = std::make_shared<BufferNode>(
             BufferNode{node->name + "_row", node->dtype, {make_int(slots), slot_elems}});
-        reads_.read_row_locally(node, local, R, slots, slot_elems);
+        reads_.read_row_locally(node, local, R, slots);
         locals.push_back(local);
         out = local;
         local_base = row_slot_base({row}, {rows}, slots, slot_elems);
