@@ -35,8 +35,9 @@ Stmt make_seq(std::vector<Stmt> stmts) { return std::make_shared<SeqNode>(std::m
 Stmt make_allocate(BufferRef buffer, Stmt body, MemScope scope) {
   return std::make_shared<AllocateNode>(std::move(buffer), std::move(body), scope);
 }
-Stmt make_prefetch(BufferRef buffer, Expr index) {
-  return std::make_shared<PrefetchNode>(std::move(buffer), std::move(index));
+Stmt make_prefetch(BufferRef buffer, Expr index, int cache) {
+  LOOM_INTERNAL_CHECK(cache == 1 || cache == 2, "prefetch into cache level ", cache);
+  return std::make_shared<PrefetchNode>(std::move(buffer), std::move(index), cache);
 }
 Stmt make_barrier() { return std::make_shared<BarrierNode>(); }
 Stmt make_gpu_launch(std::string name, Expr grid, int threads, Var block_var, Var thread_var, Stmt body) {
@@ -75,7 +76,7 @@ void print(std::ostream& os, const Stmt& s, int depth) {
        << "\n";
     print(os, a->body, depth);
   } else if (auto* p = s->as<PrefetchNode>()) {
-    os << pad << "prefetch " << p->buffer->name << "[" << p->index.str() << "]\n";
+    os << pad << "prefetch " << (p->cache == 2 ? "to L2 " : "") << p->buffer->name << "[" << p->index.str() << "]\n";
   } else if (s->as<BarrierNode>()) {
     os << pad << "barrier\n";
   } else if (auto* g = s->as<GpuLaunchNode>()) {

@@ -6,7 +6,7 @@
 // Buffers are flat: Load/Store take one element offset.
 //
 // A Prefetch asks the memory system for the line holding one element ahead of
-// its use: a hint, never a fault or a change in results.
+// its use, into L1 or into L2 only: a hint, never a fault or a change in results.
 //
 // GPU programs use the same nodes plus three: a GpuLaunch is one kernel
 // launched over a 1-D grid of blocks of `threads` threads, its body written
@@ -109,9 +109,10 @@ struct IfThenElseNode : StmtNode {
 // tile's last): only its line is asked for, and nothing reads it.
 struct PrefetchNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Prefetch;
-  PrefetchNode(BufferRef b, Expr i) : StmtNode(kKind), buffer(std::move(b)), index(std::move(i)) {}
+  PrefetchNode(BufferRef b, Expr i, int c) : StmtNode(kKind), buffer(std::move(b)), index(std::move(i)), cache(c) {}
   BufferRef buffer;
   Expr index;
+  int cache = 1;  // the innermost cache level asked to hold the line: 1 (L1) or 2 (L2)
 };
 
 struct BarrierNode : StmtNode {
@@ -137,7 +138,7 @@ Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_store(BufferRef buffer, Expr index, Expr value);
 Stmt make_seq(std::vector<Stmt> stmts);
 Stmt make_allocate(BufferRef buffer, Stmt body, MemScope scope = MemScope::Heap);
-Stmt make_prefetch(BufferRef buffer, Expr index);
+Stmt make_prefetch(BufferRef buffer, Expr index, int cache = 1);
 Stmt make_barrier();
 Stmt make_gpu_launch(std::string name, Expr grid, int threads, Var block_var, Var thread_var, Stmt body);
 const char* to_string(MemScope scope);

@@ -93,9 +93,11 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
     c.l1_ways = int(std::max<int64_t>(1, l1.associativity));
     c.l1_sets = int(std::max<int64_t>(1, l1.size_bytes / (l1.line_bytes * c.l1_ways)));
     c.prefetch_passes = prefetch_passes(target.cpu);
-    if (target.cpu.caches.size() > 1)
-      c.l2_bytes_per_fma =
-          target.cpu.caches[1].bandwidth_gbs / (target.cpu.frequency_ghz * std::max(1, target.cpu.fma_units));
+    if (target.cpu.caches.size() > 1) {
+      const CacheLevel& l2 = target.cpu.caches[1];
+      c.l2_bytes_per_fma = l2.bandwidth_gbs / (target.cpu.frequency_ghz * std::max(1, target.cpu.fma_units));
+      c.l2_bytes = l2.size_bytes / std::max<int64_t>(1, l2.shared_by_cores);
+    }
   }
   for (const te::Tensor& t : compute_stages(op)) {
     StageSchedule s;

@@ -48,6 +48,9 @@ struct CpuCaches {
   // bandwidth over the FMA rate); 0 where unmeasured. A micro-kernel reading
   // an operand faster waits on L2 (prefetches on every pass).
   double l2_bytes_per_fma = 0;
+  // L2's bytes one core can count on; 0 where unknown. Packs of an operand
+  // larger than this prefetch the next pack's source into L2 (tiled_nest.h).
+  int64_t l2_bytes = 0;
 };
 
 struct AnchorInfo;

@@ -123,14 +123,15 @@ class FunctionEmitter {
     throw InternalError("codegen: unknown statement");
   }
 
-  // A read prefetch into every cache level (locality 3). The address is
-  // computed without `inbounds`: it may lie past the buffer.
+  // A read prefetch into every cache level (locality 3), or into L2 and out
+  // (locality 2). The address is computed without `inbounds`: it may lie
+  // past the buffer.
   void prefetch(const PrefetchNode* n) {
     Value* index = expr(n->index);
     LOOM_INTERNAL_CHECK(!is_vec(index), "prefetch index varies across vector lanes: ", n->index.str());
     Value* ptr = b_.CreateGEP(scalar_type(n->buffer->dtype), bufs_.at(n->buffer.get()), index);
     b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr->getType()},
-                       {ptr, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+                       {ptr, b_.getInt32(0), b_.getInt32(n->cache == 1 ? 3 : 2), b_.getInt32(1)});
   }
 
   void if_then_else(const IfThenElseNode* n) {

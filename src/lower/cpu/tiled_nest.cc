@@ -21,8 +21,17 @@ struct Region {
   int64_t multiple = 1;                // every size it takes is a multiple of this (unused with const_size)
 };
 
+// A loop open around the current point of the nest: its tile index (a
+// variable, or a constant in a peeled remainder), its tiles and its axis.
+struct OpenLoop {
+  Expr tile;
+  Expr count;
+  int axis = 0;
+};
+
 struct PackedAccess {
   BufferRef buffer;
+  std::vector<OpenLoop> enclosing;   // the loops open at the latest pack point
   std::vector<size_t> terms_before;  // per axis: loops already open at the pack point
   std::vector<int64_t> nominal;      // per axis: region size at the pack point
 };
@@ -161,13 +170,18 @@ class TiledNest {
       std::vector<Region> last = r;
       last[a] = sized(cut(r[a], make_int(whole), T), *r[a].const_size - whole * T);
       r[a] = sized(cut(r[a], t, T), T);
+      open_.push_back({t, make_int(whole + 1), a});
       seq.push_back(make_for(t, make_int(whole), ForKind::Serial, level(l, pos + 1, r)));
+      open_.back().tile = make_int(whole);
       seq.push_back(level(l, pos + 1, last));
+      open_.pop_back();
       return make_seq(seq);
     }
     Expr trips = r[a].const_size ? make_int((*r[a].const_size + T - 1) / T) : ceil_div(r[a].size, T);
     r[a] = cut(r[a], t, T);
+    open_.push_back({t, trips, a});
     seq.push_back(make_for(t, trips, ForKind::Serial, level(l, pos + 1, r)));
+    open_.pop_back();
     return make_seq(seq);
   }
 
@@ -187,6 +201,7 @@ class TiledNest {
   Stmt pack(int i, const std::vector<Region>& r) {
     const Access& x = an_.accesses[i];
     PackedAccess& p = packed_[i];
+    p.enclosing = open_;
     p.terms_before.resize(r.size());
     p.nominal.resize(r.size());
     std::vector<int> used;
@@ -865,6 +880,7 @@ class TiledNest {
     std::vector<Expr> first_passes;
     const bool waits_on_l2 = reads_faster_than_l2(run);
     for (size_t i = 0; i < an_.accesses.size(); ++i) {
+      if (next_pack_hints(i, r, e, axis, run, hints, first_passes)) continue;
       const std::optional<int64_t> stride = rows_with_gaps(i, axis, run);
       const int64_t passes = waits_on_l2 ? 1 : passes_over(an_.accesses[i]);
       if (!stride || passes > in_.caches.prefetch_passes) continue;
@@ -892,6 +908,59 @@ class TiledNest {
     }
     if (hints.empty()) return {};
     return {make_seq(hints), and_all(unique_exprs(first_passes))};
+  }
+
+  // Hints asking L2 for the source of packed access i's next pack region
+  // (the region the pack copies at the next iteration of the loops around
+  // it), spread over the first pass of the micro-kernels that read the
+  // current one: at each reduction step, the lines of that step's run in the
+  // next region. Only for an operand that does not stay in L2 between calls,
+  // packed in regions two of which fit in half of it.
+  bool next_pack_hints(size_t i, const std::vector<Region>& r, const std::vector<Expr>& e, int axis, int64_t run,
+                       std::vector<Stmt>& hints, std::vector<Expr>& first_pass) const {
+    const Access& x = an_.accesses[i];
+    const PackedAccess& p = packed_[i];
+    const int v = s_.vec_axis;
+    const int64_t l2 = in_.caches.l2_bytes;
+    if (!p.buffer || halo(int(i)) || p.enclosing.empty() || l2 <= 0 || !x.uses_axis[size_t(axis)] ||
+        !x.uses_axis[size_t(v)] || x.stride[size_t(v)] != 1)
+      return false;
+    for (int a : element_order_)
+      if (a != v && x.uses_axis[size_t(a)] && s_.tile[reg_][a] > 1) return false;
+    double operand = 4;  // bytes; symbolic sizes count as large
+    for (int64_t d : x.const_shape) operand *= double(d);
+    const std::optional<int64_t> region = product(p.buffer->shape).as_const_int();
+    if ((!x.const_shape.empty() && operand <= double(l2)) || !region || 4 * 4 * *region > l2) return false;
+    // The loops around the pack at their next iteration, the innermost
+    // first, each carried into when those inside it wrap around.
+    VarMap next;
+    Expr carry;
+    for (auto it = p.enclosing.rbegin(); it != p.enclosing.rend(); ++it) {
+      const auto* var = it->tile.get()->as<VarNode>();
+      if (!var) return false;  // a peeled last tile: its successor is the first tile of an outer loop
+      const Expr wraps = it->tile + 1 == it->count;
+      const Expr moved = select(wraps, make_int(0), it->tile + 1);
+      next[var] = carry.defined() ? select(carry, moved, it->tile) : moved;
+      carry = carry.defined() ? (carry && wraps) : wraps;
+    }
+    // The first pass: the loops inside the pack over axes the access does not use, at their first tile.
+    std::vector<Expr> first;
+    for (size_t k = p.enclosing.size(); k < open_.size(); ++k) {
+      if (x.uses_axis[size_t(open_[k].axis)]) continue;
+      const std::optional<int64_t> tile = open_[k].tile.as_const_int();
+      if (tile && *tile != 0) return false;
+      if (!tile) first.push_back(open_[k].tile == 0);
+    }
+    VarMap at;
+    for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = substitute(r[a].base, next) + e[a];
+    const Expr read = in_.lower_reads(substitute(x.read, at));
+    const auto* load = read.get()->as<LoadNode>();
+    if (!load) return false;
+    for (int64_t l = 0; l * line_elems_ < run; ++l)
+      hints.push_back(make_prefetch(load->buffer, load->index + l * line_elems_, 2));
+    hints.push_back(make_prefetch(load->buffer, load->index + (run - 1), 2));
+    first_pass.insert(first_pass.end(), first.begin(), first.end());
+    return true;
   }
 
   // Whether a step's run of `run` f32 elements is more than L2 delivers in
@@ -970,6 +1039,7 @@ class TiledNest {
   const int reg_;
   const int64_t line_elems_;  // f32 elements per L1 cache line
   std::vector<PackedAccess> packed_;
+  std::vector<OpenLoop> open_;  // the loops around the point being built, outermost first
   std::vector<int> reduce_order_;
   std::vector<int> element_order_;
   // Loop variables of the micro-kernel being built and their ranges
