@@ -901,13 +901,20 @@ class TiledNest {
       const Expr read = in_.lower_reads(substitute(an_.accesses[i].read, at));
       const auto* load = read.get()->as<LoadNode>();
       if (!load) continue;
-      for (int64_t l = 0; l * line_elems_ < run; ++l)
-        hints.push_back(make_prefetch(load->buffer, load->index + l * line_elems_));
-      hints.push_back(make_prefetch(load->buffer, load->index + (run - 1)));  // a run off a line's start
+      hint_run(*load, run, 1, hints);
       first_passes.insert(first_passes.end(), first_pass.begin(), first_pass.end());
     }
     if (hints.empty()) return {};
     return {make_seq(hints), and_all(unique_exprs(first_passes))};
+  }
+
+  // Hints into cache level `cache` for the lines of a run of `run` elements
+  // from `load`'s on: one per line, and one at its last element (a run off a
+  // line's start).
+  void hint_run(const LoadNode& load, int64_t run, int cache, std::vector<Stmt>& hints) const {
+    for (int64_t l = 0; l * line_elems_ < run; ++l)
+      hints.push_back(make_prefetch(load.buffer, load.index + l * line_elems_, cache));
+    hints.push_back(make_prefetch(load.buffer, load.index + (run - 1), cache));
   }
 
   // Hints asking L2 for the source of packed access i's next pack region
@@ -956,9 +963,7 @@ class TiledNest {
     const Expr read = in_.lower_reads(substitute(x.read, at));
     const auto* load = read.get()->as<LoadNode>();
     if (!load) return false;
-    for (int64_t l = 0; l * line_elems_ < run; ++l)
-      hints.push_back(make_prefetch(load->buffer, load->index + l * line_elems_, 2));
-    hints.push_back(make_prefetch(load->buffer, load->index + (run - 1), 2));
+    hint_run(*load, run, 2, hints);
     first_pass.insert(first_pass.end(), first.begin(), first.end());
     return true;
   }
