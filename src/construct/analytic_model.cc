@@ -443,38 +443,6 @@ struct BlockRate {
   bool gathers = false;
 };
 
-// The innermost reduction loop of the micro-kernel, which LLVM unrolls
-// (wholly when it is a few taps long, else by the state's factor), and
-// into how many copies. `axis` is -1 when no reduction loop runs there.
-// `whole`: the copies are the whole loop, a constant number of taps
-// (the tile divides the axis), so their loads sit in one block.
-struct UnrolledReduction {
-  int axis = -1;
-  int64_t copies = 1;
-  bool whole = false;
-};
-
-// Trips of the micro-kernel's loop over reduction axis `r` in one call: the
-// innermost cache tile's size, cut to the axis (the loop runs to the axis's
-// end, whatever its tile's size).
-int64_t call_trips(const StateData& s, const AnchorInfo& an, int r) {
-  const int reg = s.reg_level();
-  const int64_t extent = an.plan_extent(r);
-  return std::min(reg > 1 ? s.tile[reg - 1][r] : extent, extent);
-}
-
-UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
-  const auto order = s.order[s.reg_level() - 1];
-  for (const int* it = order.end(); it != order.begin();) {
-    const int r = *--it;
-    const int64_t R = call_trips(s, an, r);
-    if (!an.is_reduce_axis(r) || R <= 1) continue;
-    if (R <= StateData::kWholeUnrollTrips) return {r, R, an.plan_extent(r) % R == 0};
-    return {r, std::min<int64_t>(R, s.unroll), false};
-  }
-  return {};
-}
-
 // Stride prefetchers follow a load instruction whose address steps by a
 // constant stride, once it has run a few times: runs this long.
 constexpr double kStrideRun = 8;
@@ -647,6 +615,57 @@ void for_each_register_block(const StateData& s, const AnchorInfo& an, const Sma
     }
   };
   visit(visit, 0, 1.0);
+}
+
+// The spatial axes along which lowering takes the register tiles that
+// reach the padding out of the loop over the others (border_tiles in
+// schedule/state.h): a guarded read in place, the tiles around the register
+// tiles spanning the axis, tiles between the borders, and the copies of the
+// micro-kernel within lowering's bound. Each axis multiplies them by its
+// segments (each peeled tile and the loop between them, or a peeled
+// remainder); where they are too many, the innermost axis runs its border
+// tiles in the loop first, as in lowering. Counted where it was measured,
+// for windows read a vector at a time (depthwise, pooling); a convolution's
+// broadcast input, not measured, is charged as before (crediting it moved
+// the walk over a 3x3/2 convolution, 31x31 29->61, to a pick 1.2x slower).
+// An axis of one or two tiles is not counted either: its tiles sat at known
+// positions before (a loop of one trip, a peeled remainder), and were
+// charged their guards all the same; crediting them moved 7x7 and 14x14/2
+// depthwise picks to tiles of 4 or 5 rows that ran 1.15-1.45x slower than
+// the picks charged, for costs the model does not see.
+Small<bool> border_tiles_out_of_loop(const StateData& s, const AnchorInfo& an) {
+  Small<bool> peeled(size_t(an.num_axes()), false), between(size_t(an.num_axes()), false);
+  bool windows = false;  // a guarded read in place, a vector at a time
+  for (size_t i = 0; i < an.accesses.size(); ++i)
+    windows |= s.reads_through_guard(an, i) && s.pack[i] < 0 && s.vec_axis >= 0 &&
+               an.accesses[i].uses_axis[size_t(s.vec_axis)];
+  if (!windows || s.target != TargetKind::Cpu) return peeled;
+  const int reg = s.reg_level();
+  Small<int64_t> segments(size_t(an.num_axes()), 1);
+  auto remainder_segments = [&](int a) {
+    const int64_t E = an.const_extent[size_t(a)], T = s.tile[reg][a];
+    return E > T && E % T != 0 ? 2 : 1;
+  };
+  int64_t copies = 1;
+  for (int a = 0; a < an.num_spatial; ++a) {
+    const int64_t E = an.const_extent[size_t(a)], T = s.tile[reg][a];
+    if (E <= 0) continue;
+    bool spans = a != s.vec_axis;
+    for (int l = 0; l < reg; ++l) spans &= s.tile[l][a] >= E;
+    const std::optional<BorderTiles> b = spans ? border_tiles(s, an, a, 0, E) : std::nullopt;
+    peeled[size_t(a)] = b.has_value();
+    between[size_t(a)] = b && (E + T - 1) / T > b->lead + b->trail;
+    segments[size_t(a)] = b ? b->lead + b->trail + between[size_t(a)] : remainder_segments(a);
+    copies *= segments[size_t(a)];
+  }
+  for (auto it = s.order[reg].end(); copies > StateData::kMaxMicroKernelCopies && it != s.order[reg].begin();) {
+    const int a = *--it;
+    if (!peeled[size_t(a)]) continue;
+    peeled[size_t(a)] = false;
+    copies = copies / segments[size_t(a)] * remainder_segments(a);
+  }
+  for (int a = 0; a < an.num_spatial; ++a) peeled[size_t(a)] = peeled[size_t(a)] && between[size_t(a)];
+  return peeled;
 }
 
 // The share of the reduction's steps the micro-kernel runs where it skips
@@ -987,7 +1006,11 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // (vectorized reductions excepted). Along an axis one register tile spans,
   // with the taps sliding over it unrolled whole, each element's test is
   // known when lowering and folds away (the tile's position and the taps
-  // are constants): its border costs nothing.
+  // are constants): its border costs nothing. So along an axis whose border
+  // tiles lowering peels (measured: depthwise 14x14 c384 3x3 in tiles of
+  // 2x3 outputs by 48 channels, kw innermost, 127 GFLOP/s with the column
+  // tiles in the loop, 140-150 peeled).
+  const Small<bool> peeled = border_tiles_out_of_loop(s, an);
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     if (!s.reads_through_guard(an, i) || s.pack[i] >= 0) continue;
     const Access& x = an.accesses[i];
@@ -995,7 +1018,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     // axis, like oh*stride + rh) can reach the padding.
     double interior = s.vec_axis < an.num_spatial ? 1 : 0;
     for (int a = 0; a < an.num_spatial && interior > 0; ++a) {
-      const bool folds = s.tile[reg][a] >= full[a] && unrolled.whole && x.slides_with(a, unrolled.axis);
+      const bool known_position = peeled[size_t(a)] || s.tile[reg][a] >= full[a];
+      const bool folds = known_position && unrolled.whole && x.slides_with(a, unrolled.axis);
       if (x.windowed(a, an.num_spatial) && !folds)
         interior *= std::max(0.0, 1 - 2.0 * double(s.tile[reg][a]) / double(full[a]));
     }

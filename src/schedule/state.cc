@@ -176,4 +176,47 @@ std::vector<Step> parse_steps(const std::string& text) {
   return steps;
 }
 
+int64_t call_trips(const StateData& s, const AnchorInfo& an, int r) {
+  const int reg = s.reg_level();
+  const int64_t extent = an.plan_extent(r);
+  return std::min(reg > 1 ? s.tile[reg - 1][r] : extent, extent);
+}
+
+UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
+  const auto order = s.order[s.reg_level() - 1];
+  for (const int* it = order.end(); it != order.begin();) {
+    const int r = *--it;
+    const int64_t R = call_trips(s, an, r);
+    if (!an.is_reduce_axis(r) || R <= 1) continue;
+    if (R <= StateData::kWholeUnrollTrips) return {r, R, an.plan_extent(r) % R == 0};
+    return {r, std::min<int64_t>(R, s.unroll), false};
+  }
+  return {};
+}
+
+std::optional<BorderTiles> border_tiles(const StateData& s, const AnchorInfo& an, int axis, int64_t base,
+                                        int64_t size) {
+  const PaddedAxis* padded = nullptr;
+  for (const PaddedAxis& p : an.padded_axes)
+    if (p.axis == axis && !p.taps.empty()) padded = &p;
+  const int64_t T = s.tile[s.reg_level()][axis];
+  const UnrolledReduction unrolled = unrolled_reduction(s, an);
+  if (!padded || !unrolled.whole || unrolled.axis != padded->tap || T <= 0 || size <= T || base < 0)
+    return std::nullopt;
+  const std::pair<int64_t, int64_t> all_taps{0, an.const_extent[size_t(padded->tap)] - 1};
+  const int64_t n = (size + T - 1) / T;
+  auto reaches_padding = [&](int64_t k) {
+    for (int64_t x = base + k * T; x < base + std::min(size, (k + 1) * T); ++x)
+      if (x >= int64_t(padded->taps.size()) || padded->taps[size_t(x)] != all_taps) return true;
+    return false;
+  };
+  BorderTiles b;
+  while (b.lead < n && reaches_padding(b.lead)) ++b.lead;
+  while (b.lead + b.trail < n && reaches_padding(n - 1 - b.trail)) ++b.trail;
+  if (b.lead == 0 && b.trail == 0) return std::nullopt;
+  if (b.trail == 0 && size % T != 0 && b.lead < n) b.trail = 1;
+  if (b.lead + b.trail > kMaxBorderTiles) return std::nullopt;
+  return b;
+}
+
 }  // namespace loom

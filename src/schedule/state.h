@@ -26,6 +26,7 @@
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,10 @@ struct StateData {
   // each element's padding test folds (lowering and the model both rely on
   // this).
   static constexpr int64_t kMaxUnrolledTapCopies = 16;
+  // Copies of the micro-kernel lowering makes at most for peeled tiles
+  // (remainders, border tiles) before running them in loops instead: the
+  // model estimates which it peels.
+  static constexpr int kMaxMicroKernelCopies = 16;
   int unroll = 1;
   boost::container::small_vector<int, 4> pack;  // per access: pack point, or -1
   bool fuse = false;                       // consumer computed in the write-back
@@ -177,6 +182,39 @@ State replay(const AnchorInfo& anchor, const HwSpec& target, const std::vector<S
 // The step list as text, one step per line, and back.
 std::string serialize_steps(const std::vector<Step>& steps);
 std::vector<Step> parse_steps(const std::string& text);
+
+// The innermost reduction loop of the micro-kernel, which LLVM unrolls
+// (wholly when it is a few taps long, else by the state's factor), and
+// into how many copies: lowering builds it so, and the model counts it.
+// `axis` is -1 when no reduction loop runs there. `whole`: the copies are
+// the whole loop, a constant number of taps (the tile divides the axis), so
+// their loads sit in one block.
+struct UnrolledReduction {
+  int axis = -1;
+  int64_t copies = 1;
+  bool whole = false;
+};
+UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an);
+
+// Trips of the micro-kernel's loop over reduction axis `r` in one call: the
+// innermost cache tile's size, cut to the axis (the loop runs to the axis's
+// end, whatever its tile's size).
+int64_t call_trips(const StateData& s, const AnchorInfo& an, int r);
+
+// The register tiles at the two ends of a run of `size` positions of
+// spatial axis `axis` from `base` that reach its padding (a shorter last
+// tile counts as one). Lowering peels them where their positions are known
+// at compile time (lower/cpu/tiled_nest.cc), and their guards fold where
+// the taps sliding along the axis are the micro-kernel's loop unrolled
+// whole: the model then charges them none. Nullopt where the axis has no
+// tabulated padding, its taps are not unrolled whole, no tile reaches the
+// padding, or more than kMaxBorderTiles do.
+struct BorderTiles {
+  int64_t lead = 0, trail = 0;
+};
+constexpr int64_t kMaxBorderTiles = 4;  // both ends together
+std::optional<BorderTiles> border_tiles(const StateData& s, const AnchorInfo& an, int axis, int64_t base,
+                                        int64_t size);
 
 // Names of the tiling levels for printing ("parallel", "L2", "L1", "reg").
 std::vector<std::string> level_names(const HwSpec& target);

@@ -1135,6 +1135,26 @@ TEST(States, DepthwisePacksAHaloTileOfItsInput) {
   EXPECT_FALSE(c->packs_halo(*conv_task.anchor, 0)) << c->str();
 }
 
+// A case of a table of padded windows: its task, the state its steps replay
+// to, and that state's kernel, checked against the reference.
+struct WindowCase {
+  Task task;
+  State state;
+  std::string what;  // the operator and the state, for messages
+  std::string ir;    // the kernel's loop IR
+};
+WindowCase compile_window_case(const char* name, const std::map<std::string, std::string>& shape,
+                               const std::string& steps, const HwSpec& hw, uint64_t seed) {
+  const Operator op = make_operator(name, shape);
+  WindowCase c{make_task(op, hw, 1), nullptr, "", ""};
+  c.state = replay(*c.task.anchor, hw, parse_steps(steps));
+  c.what = std::string(name) + " " + c.state->str();
+  const Kernel k = compile_schedule(op, schedule_with_state(c.task, c.state), hw, 1);
+  EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, seed)).ok) << c.what;
+  c.ir = k.report().loop_ir;
+  return c;
+}
+
 // A step that reads only padding for an element adds nothing to it: where
 // the padded input comes from a buffer holding its padding (materialized or
 // packed), the micro-kernel skips such taps instead of multiplying zeros.
@@ -1171,15 +1191,11 @@ TEST(States, ConvolutionsSkipTheTapsThatReadOnlyPadding) {
       {"pool2d", pool, tiles + "materialize 0 1\n", false},
   };
   for (const Variant& v : variants) {
-    const Operator op = make_operator(v.op, v.shape);
-    const Task task = make_task(op, hw, 1);
-    const AnchorInfo& anchor = *task.anchor;
-    const State s = replay(anchor, hw, parse_steps(v.steps));
-    const std::string what = std::string(v.op) + " " + s->str();
-    ASSERT_FALSE(s->reads_through_guard(anchor, 0) && s->pack[0] < 0) << what;
-    const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
-    EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 7)).ok) << what;
-    const std::string& ir = k.report().loop_ir;
+    const WindowCase c = compile_window_case(v.op, v.shape, v.steps, hw, 7);
+    const AnchorInfo& anchor = *c.task.anchor;
+    const std::string& what = c.what;
+    const std::string& ir = c.ir;
+    ASSERT_FALSE(c.state->reads_through_guard(anchor, 0) && c.state->pack[0] < 0) << what;
     const std::string rh = "e_" + anchor.axes[size_t(anchor.num_spatial)].name();
     const std::string row = "e_" + anchor.axes[1].name();
     EXPECT_NE(ir.find("unrolled for " + rh + " "), std::string::npos) << what << "\n" << ir;
@@ -1192,6 +1208,69 @@ TEST(States, ConvolutionsSkipTheTapsThatReadOnlyPadding) {
     }
     EXPECT_TRUE(v.whole_rows ? per_element : per_tile) << what << "\n" << ir;
   }
+}
+
+// Register tiles that reach the padding, along an axis whose taps the
+// micro-kernel unrolls whole, are peeled out of the loop over the register
+// tiles (their guards then fold) and the tiles between run in a loop of
+// their own: 11 columns in tiles of 3 are the first tile, a loop of 2, and
+// the last tile of 2. Along the rows, whose taps stay a loop, the tiles run
+// in one loop. With the rows' taps innermost instead, the rows are peeled
+// and the columns are not (3 whole tiles in a loop, the last peeled for
+// its size). Every kernel, read in place through its guards,
+// matches the reference: depthwise and pooling windows, strided, and a
+// convolution whose input is broadcast.
+TEST(States, BorderTilesArePeeledAlongAxesWhoseTapsUnrollWhole) {
+  HwSpec hw = load_hwspec("haswell_avx2");
+  const std::map<std::string, std::string> window{{"N", "1"},  {"H", "13"}, {"W", "11"},     {"C", "19"},
+                                                  {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}};
+  std::map<std::string, std::string> strided = window;
+  strided["H"] = "25", strided["W"] = "21", strided["stride"] = "2";
+  const std::map<std::string, std::string> conv{{"N", "1"},  {"H", "13"}, {"W", "11"},     {"CI", "5"}, {"CO", "19"},
+                                                {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}};
+  const std::string three_columns = "vectorize 3 8\ntile_grow 3 2\ntile_grow 3 2\n";
+  struct Variant {
+    const char* op;
+    std::map<std::string, std::string> shape;
+    std::string steps;
+    int peeled_axis;  // the spatial axis whose border tiles are peeled
+  };
+  const std::vector<Variant> variants = {
+      {"depthwise_conv2d", window, three_columns, 2},
+      {"depthwise_conv2d", window, three_columns + "reorder 2 4\n", 1},
+      {"pool2d", window, three_columns, 2},
+      {"depthwise_conv2d", strided, three_columns, 2},
+      {"conv2d", conv, three_columns + "reorder 2 5\n", 2},  // its columns' taps innermost, not its channels
+  };
+  for (const Variant& v : variants) {
+    const WindowCase c = compile_window_case(v.op, v.shape, v.steps, hw, 5);
+    const AnchorInfo& anchor = *c.task.anchor;
+    const State& s = c.state;
+    const std::string& what = c.what;
+    const std::string& ir = c.ir;
+    ASSERT_TRUE(s->reads_through_guard(anchor, 0) && s->pack[0] < 0) << what;
+    const int reg = s->reg_level();
+    ASSERT_EQ(s->tile[reg][2], 3) << what;
+    for (int a : {1, 2}) {
+      const int64_t extent = anchor.const_extent[size_t(a)], tile = s->tile[reg][a];
+      const std::optional<BorderTiles> border = border_tiles(*s, anchor, a, 0, extent);
+      ASSERT_EQ(border.has_value(), a == v.peeled_axis) << what << " axis " << a;
+      // Else the whole tiles loop, a shorter last one peeled.
+      const int64_t trips = border ? (extent + tile - 1) / tile - border->lead - border->trail : extent / tile;
+      if (border) EXPECT_TRUE(border->lead >= 1 && border->trail >= 1) << what;
+      const std::string loop = "for t" + std::to_string(reg) + "_" + anchor.axes[size_t(a)].name() + " in [0, ";
+      EXPECT_NE(ir.find(loop + std::to_string(trips) + "):"), std::string::npos)
+          << what << ": " << loop << trips << ")\n" << ir;
+    }
+  }
+  // Taps of 7 padded by 3 put three tiles of one column at each end: more
+  // than are peeled.
+  std::map<std::string, std::string> wide = window;
+  wide["KW"] = "7", wide["pad"] = "3";
+  const Operator op = make_operator("depthwise_conv2d", wide);
+  const Task task = make_task(op, hw, 1);
+  const State s = replay(*task.anchor, hw, parse_steps("vectorize 3 8\n"));
+  EXPECT_FALSE(border_tiles(*s, *task.anchor, 2, 0, 11).has_value()) << s->str();
 }
 
 // Roller builds its leaves' tiles directly and finds them a step path; the

@@ -655,8 +655,10 @@ TEST(AnalyticModel, AnUnrolledWindowLoopKeepsItsCopiesOperandsLive) {
   // along the output columns, which the tile does not span: no overlap.
   const HwSpec spec = load_hwspec("haswell_avx2");
   ASSERT_EQ(spec.cpu.vector_registers, 16);
-  const Task task = make_task(make_operator("conv2d", {{"N", "1"}, {"H", "28"}, {"W", "28"}, {"CI", "128"},
-                                                       {"CO", "128"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}),
+  // Unpadded (30x30 in, 28x28 out): no border tiles, whose guards the taps'
+  // order would also move.
+  const Task task = make_task(make_operator("conv2d", {{"N", "1"}, {"H", "30"}, {"W", "30"}, {"CI", "128"},
+                                                       {"CO", "128"}, {"KH", "3"}, {"KW", "3"}, {"pad", "0"}}),
                               spec, 1);
   std::vector<std::string> steps = {"vectorize 3 8", "tile_grow 3 3", "unroll 4 0"};
   steps.insert(steps.end(), 5, "tile_grow 3 1");
@@ -678,18 +680,20 @@ TEST(AnalyticModel, AnUnrolledWindowLoopKeepsItsCopiesOperandsLive) {
   EXPECT_NEAR(c.penalty_s - a.penalty_s, steps_taken * 5 / (spec.cpu.frequency_ghz * 1e9), 1e-3 * c.penalty_s);
 }
 
-// A 3x3 depthwise window over 48x48x`channels` (no row or column
-// remainders for the blocks below) with the spec's lanes, register block
+// A 3x3 depthwise window over 48x48x`channels` outputs, unpadded (no row or
+// column remainders for the blocks below, no border tiles, whose guards the
+// taps' order would also move) with the spec's lanes, register block
 // `rows` output rows x `cols` output columns x `vectors` channel vectors,
 // taps along the columns (kw) or the rows (kh) innermost in the micro-
 // kernel, unrolled by `unroll` (4: whole).
 struct DepthwiseBlock {
   Task task;
   State kw_inner, kh_inner;
-  DepthwiseBlock(const HwSpec& spec, int rows, int cols, int vectors, int channels, int unroll = 4)
-      : task(make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "48"}, {"W", "48"},
+  DepthwiseBlock(const HwSpec& spec, int rows, int cols, int vectors, int channels, int unroll = 4, int stride = 1)
+      : task(make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", std::to_string(47 * stride + 3)},
+                                                          {"W", std::to_string(47 * stride + 3)},
                                                           {"C", std::to_string(channels)}, {"KH", "3"}, {"KW", "3"},
-                                                          {"stride", "1"}, {"pad", "1"}}),
+                                                          {"stride", std::to_string(stride)}, {"pad", "0"}}),
                        spec, 1)) {
     const int lanes = spec.cpu.fp32_lanes();
     std::vector<std::string> steps = {"vectorize 3 " + std::to_string(lanes)};
@@ -765,6 +769,38 @@ TEST(AnalyticModel, ASlidingWindowKeepsOneVectorColumnLive) {
       EXPECT_NEAR(sliding.penalty_s - fixed.penalty_s, spill_s, 0.05 * spill_s) << cols << "x" << vectors;
     else
       EXPECT_NEAR(sliding.penalty_s, fixed.penalty_s, 1e-3 * fixed.penalty_s) << cols << "x" << vectors;
+  }
+}
+
+TEST(AnalyticModel, PeeledBorderTilesAreNotChargedTheirGuards) {
+  // Depthwise 3x3 over 14x14x384 outputs, padded by 1, in blocks of 1 row x
+  // 3 columns x 3 vectors. With kw innermost (unrolled whole) lowering peels
+  // the columns' border tiles (schedule/state.h, border_tiles): only the rows
+  // are charged, their border tiles a 2/14 share of the vector FMAs, a cycle
+  // each. With kh innermost the rows are peeled and the columns' tiles
+  // reaching the border, 6 of 14 columns, are charged. Unpadded, nothing is.
+  const HwSpec spec = load_hwspec("zen4_server");
+  const int lanes = spec.cpu.fp32_lanes();
+  auto penalty = [&](const std::string& size, const std::string& pad, bool kh_inner) {
+    const Task task = make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", size}, {"W", size}, {"C", "384"},
+                                                                   {"KH", "3"}, {"KW", "3"}, {"stride", "1"},
+                                                                   {"pad", pad}}),
+                                spec, 1);
+    std::vector<std::string> steps = {"vectorize 3 " + std::to_string(lanes), "tile_grow 3 3", "tile_grow 3 3",
+                                      "tile_grow 3 2", "tile_grow 3 2"};
+    if (kh_inner) steps.push_back("reorder 2 4");
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][2] * 1000 + s->tile[3][3], 3000 + 3 * lanes) << s->str();
+    const int padded_axis = kh_inner ? 1 : 2;
+    EXPECT_EQ(border_tiles(*s, *task.anchor, padded_axis, 0, 14).has_value(), pad == "1") << s->str();
+    EXPECT_FALSE(border_tiles(*s, *task.anchor, 3 - padded_axis, 0, 14).has_value()) << s->str();
+    return estimate(*task.anchor, *s, spec, 1).penalty_s;
+  };
+  const double vector_fma_s = 14.0 * 14 * 384 * 9 / lanes / (spec.cpu.frequency_ghz * 1e9);
+  for (bool kh_inner : {false, true}) {
+    const double charged = penalty("14", "1", kh_inner) - penalty("16", "0", kh_inner);
+    const double share = kh_inner ? 6.0 / 14 : 2.0 / 14;
+    EXPECT_NEAR(charged, share * vector_fma_s, 0.01 * vector_fma_s) << (kh_inner ? "kh" : "kw") << " innermost";
   }
 }
 

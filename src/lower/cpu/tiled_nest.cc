@@ -46,7 +46,8 @@ class TiledNest {
  public:
   explicit TiledNest(const TiledNestInputs& in)
       : in_(in), an_(*in.anchor), s_(*in.state), reg_(s_.reg_level()),
-        line_elems_(std::max(1, in.caches.line_bytes / 4)), packed_(an_.accesses.size()) {
+        line_elems_(std::max(1, in.caches.line_bytes / 4)), packed_(an_.accesses.size()),
+        peels_borders_(size_t(an_.num_axes()), true) {
     for (int a : s_.order[reg_ - 1])
       if (an_.is_reduce_axis(a)) reduce_order_.push_back(a);
     for (int a : s_.order[reg_])
@@ -79,10 +80,17 @@ class TiledNest {
       r[a] = Region{make_int(0), an_.extents[a], c, c.value_or(0), {}};
     }
     Stmt body = tiles(r, counts, tile_of);
-    if (micro_kernels_ > kMaxMicroKernelCopies) {
-      // Too many peeled copies (remainders along several axes and levels):
-      // compile time is bounded before speed, the remainders run as tiles
-      // cut short at run time.
+    // Too many peeled copies (border tiles, remainders along several axes
+    // and levels): compile time is bounded before speed, the border tiles
+    // run in their loop (along the innermost loop's axis first), then the
+    // remainders as tiles cut short at run time.
+    const auto order = s_.order[reg_];
+    for (const int* a = order.end(); micro_kernels_ > StateData::kMaxMicroKernelCopies && a != order.begin();) {
+      if (!peels_borders_[size_t(*--a)]) continue;
+      peels_borders_[size_t(*a)] = false;
+      body = tiles(r, counts, tile_of);
+    }
+    if (micro_kernels_ > StateData::kMaxMicroKernelCopies) {
       peel_ = false;
       body = tiles(r, counts, tile_of);
     }
@@ -93,8 +101,6 @@ class TiledNest {
   }
 
  private:
-  static constexpr int kMaxMicroKernelCopies = 16;
-
   // The nest inside one parallel tile.
   Stmt tiles(const std::vector<Region>& r, const std::vector<Expr>& counts, const std::vector<Expr>& tile_of) {
     micro_kernels_ = 0;
@@ -163,6 +169,31 @@ class TiledNest {
     std::string name = "t";
     name += std::to_string(l) + "_" + an_.axes[a].name();
     Var t(name);
+    if (const std::optional<BorderTiles> border = border_tiles(l, a, r[a])) {
+      const int64_t size = *r[a].const_size, n = (size + T - 1) / T;
+      auto peeled = [&](int64_t k) {
+        std::vector<Region> one = r;
+        one[a] = sized(cut(r[a], make_int(k), T), std::min(T, size - k * T));
+        open_.push_back({make_int(k), make_int(n), a});
+        seq.push_back(level(l, pos + 1, one));
+        open_.pop_back();
+      };
+      for (int64_t k = 0; k < border->lead; ++k) peeled(k);
+      if (const int64_t middle = n - border->lead - border->trail; middle > 0) {
+        // The tiles between the borders, whose guards hold (proven over
+        // the loop's range in holds_over_tile).
+        const Expr tile = Expr(t) + border->lead;
+        std::vector<Region> inner = r;
+        inner[a] = sized(cut(r[a], tile, T), T);
+        tile_ranges_[t.get()] = {make_int(0), make_int(middle - 1)};
+        open_.push_back({tile, make_int(n), a});
+        seq.push_back(make_for(t, make_int(middle), ForKind::Serial, level(l, pos + 1, inner)));
+        open_.pop_back();
+        tile_ranges_.erase(t.get());
+      }
+      for (int64_t k = n - border->trail; k < n; ++k) peeled(k);
+      return make_seq(seq);
+    }
     if (peels_remainder(l, a, r[a], T)) {
       // Full tiles, then the last one with its constant size: the
       // micro-kernel stays unrolled, the last vector narrower.
@@ -183,6 +214,27 @@ class TiledNest {
     seq.push_back(make_for(t, trips, ForKind::Serial, level(l, pos + 1, r)));
     open_.pop_back();
     return make_seq(seq);
+  }
+
+  // Register tiles along a padded axis that reach the padding, at its two
+  // ends, peeled where the tile loop's start is fixed (the tiles around it
+  // span the axis) and the taps sliding along the axis are unrolled whole
+  // (schedule/state.h, border_tiles): each then sits at a known position,
+  // and its guards fold when compiled (a window's taps that read only
+  // padding drop out, the others lose their tests), as a library's
+  // hand-written kernel handles its left and right borders apart; the tiles
+  // between run without guards. In the loop, a border tile ran its guarded
+  // copy with a test per tap and element: depthwise 14x14 c384 3x3 in tiles
+  // of 2x3 outputs by 48 channels, kw innermost, ran at 127 GFLOP/s so,
+  // 140-150 with the column tiles peeled. Along an axis whose taps stay a
+  // loop, the tests stay too, and the copies only cost: the same tiles
+  // peeled along their rows alone ran at 101.
+  std::optional<BorderTiles> border_tiles(int l, int a, const Region& region) const {
+    if (!peel_ || !peels_borders_[size_t(a)] || l != reg_ || an_.is_reduce_axis(a) || !region.const_size ||
+        !has_guards())
+      return std::nullopt;
+    const std::optional<int64_t> base = region.base.as_const_int();
+    return base ? loom::border_tiles(s_, an_, a, *base, *region.const_size) : std::nullopt;
   }
 
   // Whether the loop over tiles of T along axis `a` peels its last, shorter
@@ -561,13 +613,14 @@ class TiledNest {
     Expr d = c->a - c->b;
     VarMap zero;
     std::vector<std::pair<int64_t, const std::pair<Expr, Expr>*>> terms;
-    for (const auto& [var, range] : ranges_) {
-      auto k = linear_coeff(d, var);
-      if (!k) return std::nullopt;
-      if (*k == 0) continue;
-      zero[var] = make_int(0);
-      terms.emplace_back(*k, &range);
-    }
+    for (const auto* vars : {&ranges_, &tile_ranges_})
+      for (const auto& [var, range] : *vars) {
+        auto k = linear_coeff(d, var);
+        if (!k) return std::nullopt;
+        if (*k == 0) continue;
+        zero[var] = make_int(0);
+        terms.emplace_back(*k, &range);
+      }
     Expr d0 = substitute(d, zero);
     Expr lo = d0, hi = d0;
     for (auto& [k, range] : terms) {
@@ -623,9 +676,24 @@ class TiledNest {
     interior_conds_ = &conds;
     Stmt interior = kernel_core(r, fast);
     interior_conds_ = nullptr;
-    if (conds.empty()) return interior;
+    const std::optional<Expr> when = runtime_condition(conds);
+    if (when && !when->defined()) return interior;
     ranges_.clear();
-    return make_if(and_all(unique_exprs(conds)), interior, kernel_core(r, fast));
+    Stmt guarded = kernel_core(r, fast);
+    return when ? make_if(*when, interior, guarded) : guarded;
+  }
+
+  // The conjunction of `conds` left to test at run time: undefined when all
+  // of them are known to hold, nullopt when one is known to fail (a tile at
+  // a known position: a peeled border tile, or one spanning its axis).
+  static std::optional<Expr> runtime_condition(const std::vector<Expr>& conds) {
+    std::vector<Expr> unknown;
+    for (const Expr& c : conds) {
+      const std::optional<bool> known = known_truth(c);
+      if (known && !*known) return std::nullopt;
+      if (!known) unknown.push_back(c);
+    }
+    return and_all(unique_exprs(unknown));
   }
 
   static std::vector<Expr> unique_exprs(const std::vector<Expr>& conds) {
@@ -636,6 +704,28 @@ class TiledNest {
       if (!seen) unique.push_back(c);
     }
     return unique;
+  }
+
+  // The value of a comparison of two constants, or of a conjunction of such.
+  static std::optional<bool> known_truth(const Expr& cond) {
+    if (auto* b = cond.get()->as<BinaryNode>(); b && b->op == BinaryOp::And) {
+      const std::optional<bool> x = known_truth(b->a), y = known_truth(b->b);
+      if ((x && !*x) || (y && !*y)) return false;
+      if (x && y) return true;
+      return std::nullopt;
+    }
+    auto* c = cond.get()->as<CompareNode>();
+    const std::optional<int64_t> x = c ? c->a.as_const_int() : std::nullopt, y = c ? c->b.as_const_int() : std::nullopt;
+    if (!x || !y) return std::nullopt;
+    switch (c->op) {
+      case CompareOp::GE: return *x >= *y;
+      case CompareOp::GT: return *x > *y;
+      case CompareOp::LE: return *x <= *y;
+      case CompareOp::LT: return *x < *y;
+      case CompareOp::EQ: return *x == *y;
+      case CompareOp::NE: return *x != *y;
+    }
+    return std::nullopt;
   }
 
   // A step of the reduction that reads only padding for an element adds
@@ -793,7 +883,8 @@ class TiledNest {
       if (auto kept = identity_unless(source_at(r, e), op, identity))
         guarded = wrap_where(el, kept->first, combine_into(make_int(0), kept->second));
       if (!guarded) guarded = wrap(el, accumulate(make_int(0), e));
-      update = conds.empty() ? *guarded : make_if(and_all(unique_exprs(conds)), inside, *guarded);
+      const std::optional<Expr> when = runtime_condition(conds);
+      update = conds.empty() || !when ? *guarded : !when->defined() ? inside : make_if(*when, inside, *guarded);
     } else if (rv >= 0 && fast) {
       // Lane-wise partial sums over blocks of RL, then the remainder in lane 0.
       const int W = s_.vec_width;
@@ -1053,6 +1144,9 @@ class TiledNest {
   std::vector<Expr>* interior_conds_ = nullptr;  // set while building the interior version
   bool short_rows_ = false;  // building the fast body for a tile cut short on non-vector spatial axes
   bool peel_ = true;         // peel remainders of known size (see level())
+  std::vector<bool> peels_borders_;  // per axis: peel register tiles reaching the padding (see border_tiles())
+  // Tile loops between peeled borders and their ranges, for the same proofs.
+  std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> tile_ranges_;
   int micro_kernels_ = 0;    // copies of the micro-kernel in the nest built last
 };
 

@@ -25,6 +25,10 @@
 // conditions, over the whole register tile and again per reduction step;
 // where the proof holds the guard is dropped (the interior), elsewhere it
 // stays (border tiles, where codegen blends clamped speculative loads).
+// Along an axis whose taps the micro-kernel unrolls whole, the border tiles
+// are peeled out of the loop over the register tiles where its start is
+// known: their tests then fold, and the tiles between run unguarded, proven
+// over the loop's range.
 // Where the padded data comes from a buffer that holds the padding (packed
 // or materialized), the steps that read only padding are skipped: per
 // element where the tile's position is fixed at compile time, per tap for a
