@@ -447,6 +447,12 @@ struct BlockRate {
 // constant stride, once it has run a few times: runs this long.
 constexpr double kStrideRun = 8;
 
+// A vector operand a step's FMAs read this many times or more is held in
+// registers across them; one read fewer times is loaded into each FMA
+// (LLVM's register allocation, measured on depthwise blocks: see
+// block_rate).
+constexpr double kHeldOperandUses = 3;
+
 // Whether the micro-kernel's loads of `x` step at a constant stride for
 // long runs: the innermost reduction loop that moves `x`, and that is not
 // unrolled whole (its copies are separate loads), runs each of its loads
@@ -500,18 +506,22 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   // loop: measured, a 3x3 convolution's rows in taps of 2); a vector
   // operand (a depthwise window along the channels) then keeps one vector
   // column's window live, the column consumed before the next, beside the
-  // other vector operands' vectors of that column for every copy (its
-  // weights for the taps). Measured on LLVM's code for 3x3 depthwise blocks
-  // on 32 registers: those this count fits in keep a few registers on the
-  // stack at most, the others spill every step, those of 24 accumulators
-  // all (on 16 registers LLVM fits blocks of 9 or 10 accumulators this
-  // count passes by 2, its order of the taps' loads there leaving the
-  // weights out). A broadcast operand keeps its
-  // whole window, an element a register (measured: LLVM's code for a 3x3
-  // convolution's column of 26 rows keeps the 28 rows' broadcasts across
-  // the taps, spilling them).
+  // other vector operands' vectors for every copy (its weights for the
+  // taps): all of a tap's vectors where three or more FMAs of a step read
+  // each, one where fewer do (LLVM then loads them into the FMAs). Measured
+  // on LLVM's code for 3x3 depthwise blocks on 32 registers: those this
+  // count fits in keep a few registers on the stack at most, the others
+  // spill every step, those of 24 accumulators all; a block of 1x5 outputs
+  // by 64 channels, its weights counted a vector a tap, spilled 12 registers
+  // a step and ran 1.7x the time of 1x4 by 64 (on 16 registers LLVM fits
+  // blocks of 9 or 10 accumulators this count passes by 2). Only the
+  // window's elements some copy reads again stay live: those read by one
+  // copy alone (a stride-2 window's odd columns) are loaded into their FMA.
+  // A broadcast operand keeps its whole window, an element a register
+  // (measured: LLVM's code for a 3x3 convolution's column of 26 rows keeps
+  // the 28 rows' broadcasts across the taps, spilling them).
   double operand_vectors = 1e30, sliding_live = 0;
-  int column_operands = 0;  // vector operands not sliding along a vector column's window
+  double column_vectors = 0;  // of the vector operands not sliding along a vector column's window, per step
   bool slides = false, column_window = false;
   const UnrolledReduction unrolled = unrolled_reduction(s, an);
   // A vector load moves vector_bytes at the L1 load bandwidth; a scalar
@@ -545,13 +555,20 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
     const double data = shared ? window_data / double(unrolled.copies) : tile_data;
     loads += contiguous ? data / W * vector_cost : gathered ? data : data * broadcast_cost;
     operand_vectors = std::min(operand_vectors, along_vector ? std::ceil(tile_data / W) : 1.0);
-    column_operands += along_vector && !shared;
+    if (along_vector && !shared) {
+      double uses = 1;  // FMAs of a step that read each of its vectors: the tile's positions it does not move with
+      for (int a = 0; a < an.num_spatial; ++a)
+        if (!x.uses_axis[a]) uses *= double(t[a]);
+      column_vectors += uses < kHeldOperandUses ? 1 : std::ceil(tile_data / W);
+    }
     if (shared) {
-      sliding_live = std::max(sliding_live, (along_vector ? window_data / double(t[s.vec_axis]) : window_data) + 1);
+      // At most as many elements as reads beyond each element's first.
+      const double reused = std::min(window_data, tile_data * double(unrolled.copies) - window_data);
+      sliding_live = std::max(sliding_live, (along_vector ? reused / double(t[s.vec_axis]) : reused) + 1);
       column_window |= along_vector;
     }
   }
-  if (column_window) sliding_live += double(column_operands) * double(unrolled.copies);
+  if (column_window) sliding_live += column_vectors * double(unrolled.copies);
   // Accumulators and operands beyond the register file spill: each spilled
   // register is stored and reloaded in every reduction step.
   const double copies_live = sliding_live > 0 ? sliding_live
