@@ -206,7 +206,8 @@ int64_t call_trips(const StateData& s, const AnchorInfo& an, int r);
 // tile counts as one). Lowering peels them where their positions are known
 // at compile time (lower/cpu/tiled_nest.cc), and their guards fold where
 // the taps sliding along the axis are the micro-kernel's loop unrolled
-// whole: the model then charges them none. Nullopt where the axis has no
+// whole (the model's charge for them: construct/analytic_model.cc,
+// border_tiles_out_of_loop). Nullopt where the axis has no
 // tabulated padding, its taps are not unrolled whole, no tile reaches the
 // padding, or more than kMaxBorderTiles do.
 struct BorderTiles {
