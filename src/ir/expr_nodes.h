@@ -155,6 +155,22 @@ struct LoadNode : ExprNode {
 // size binding and the reference executor.
 int64_t apply_int_op(BinaryOp op, int64_t x, int64_t y);
 
+// The meaning of a comparison of two values of one type (integers exactly,
+// reals as C++ compares doubles): the one definition shared by the
+// reference executor and lowering's conditions known when compiling.
+template <typename T>
+bool apply_compare(CompareOp op, T x, T y) {
+  switch (op) {
+    case CompareOp::LT: return x < y;
+    case CompareOp::LE: return x <= y;
+    case CompareOp::GT: return x > y;
+    case CompareOp::GE: return x >= y;
+    case CompareOp::EQ: return x == y;
+    case CompareOp::NE: return x != y;
+  }
+  throw InternalError("unknown comparison");
+}
+
 // Construction helpers (with the same folding as the public operators).
 Expr make_int(int64_t v);
 Expr make_float(double v, DType t = DType::f32());

@@ -125,26 +125,8 @@ class Interpreter {
   bool condition(const Expr& e) {
     const ExprNode* n = e.get();
     if (auto* c = n->as<CompareNode>()) {
-      if (!c->a.dtype().is_float()) {  // compare exactly in int64
-        int64_t xi = integer(c->a), yi = integer(c->b);
-        switch (c->op) {
-          case CompareOp::LT: return xi < yi;
-          case CompareOp::LE: return xi <= yi;
-          case CompareOp::GT: return xi > yi;
-          case CompareOp::GE: return xi >= yi;
-          case CompareOp::EQ: return xi == yi;
-          case CompareOp::NE: return xi != yi;
-        }
-      }
-      double x = real(c->a), y = real(c->b);
-      switch (c->op) {
-        case CompareOp::LT: return x < y;
-        case CompareOp::LE: return x <= y;
-        case CompareOp::GT: return x > y;
-        case CompareOp::GE: return x >= y;
-        case CompareOp::EQ: return x == y;
-        case CompareOp::NE: return x != y;
-      }
+      if (!c->a.dtype().is_float()) return apply_compare(c->op, integer(c->a), integer(c->b));  // exactly in int64
+      return apply_compare(c->op, real(c->a), real(c->b));
     }
     if (auto* b = n->as<BinaryNode>()) {
       if (b->op == BinaryOp::And) return condition(b->a) && condition(b->b);  // short-circuit

@@ -563,17 +563,7 @@ class AddressWalk {
     if (auto* i = n->as<IntImmNode>()) return i->value;
     if (n->as<VarNode>()) return env_.at(n);
     if (auto* s = n->as<SelectNode>()) return eval(s->cond) ? eval(s->then_value) : eval(s->else_value);
-    if (auto* c = n->as<CompareNode>()) {
-      const int64_t a = eval(c->a), b = eval(c->b);
-      switch (c->op) {
-        case CompareOp::EQ: return a == b;
-        case CompareOp::NE: return a != b;
-        case CompareOp::LT: return a < b;
-        case CompareOp::LE: return a <= b;
-        case CompareOp::GT: return a > b;
-        case CompareOp::GE: return a >= b;
-      }
-    }
+    if (auto* c = n->as<CompareNode>()) return apply_compare(c->op, eval(c->a), eval(c->b));
     if (auto* b = n->as<BinaryNode>()) {
       if (b->op == BinaryOp::And) return eval(b->a) && eval(b->b);
       if (b->op == BinaryOp::Or) return eval(b->a) || eval(b->b);

@@ -717,15 +717,7 @@ class TiledNest {
     auto* c = cond.get()->as<CompareNode>();
     const std::optional<int64_t> x = c ? c->a.as_const_int() : std::nullopt, y = c ? c->b.as_const_int() : std::nullopt;
     if (!x || !y) return std::nullopt;
-    switch (c->op) {
-      case CompareOp::GE: return *x >= *y;
-      case CompareOp::GT: return *x > *y;
-      case CompareOp::LE: return *x <= *y;
-      case CompareOp::LT: return *x < *y;
-      case CompareOp::EQ: return *x == *y;
-      case CompareOp::NE: return *x != *y;
-    }
-    return std::nullopt;
+    return apply_compare(c->op, *x, *y);
   }
 
   // A step of the reduction that reads only padding for an element adds
