@@ -30,6 +30,9 @@ struct CacheLevel {
   // 2, ... of them (measured on L1). Empty when unknown: each line past the
   // associativity is then refilled from the next level once a step.
   std::vector<double> crowded_set_cycles;
+
+  // Bytes of it that are one core's: all of a private cache, its share of a shared one.
+  double core_share() const { return double(size_bytes) / double(shared_by_cores > 1 ? shared_by_cores : 1); }
 };
 
 struct CpuSpec {

@@ -93,14 +93,9 @@ bool filled_from_afar(const CpuSpec& c, size_t level) {
   return from >= 2 || from >= c.caches.size() || c.caches[from].shared_by_cores > 1;
 }
 
-// Bytes of a cache that are one core's: all of a private one, its share of a shared one.
-double core_share(const CacheLevel& c) {
-  return double(c.size_bytes) / double(std::max<int64_t>(1, c.shared_by_cores));
-}
-
 // Bytes of a cache one core's working set can count on: its share, less a
 // quarter for everything else passing through.
-double usable_capacity(const CacheLevel& c) { return core_share(c) * 0.75; }
+double usable_capacity(const CacheLevel& c) { return c.core_share() * 0.75; }
 
 // The share of `bytes` that the next run of a kernel reads into cache `c`
 // (at `level`, 0: L1) from farther out, for a problem of `footprint` bytes
@@ -115,7 +110,7 @@ double usable_capacity(const CacheLevel& c) { return core_share(c) * 0.75; }
 // once, picks moved 0.80-1.14, geomean 0.997).
 double repeated_sweep_missed(const CacheLevel& c, size_t level, double bytes, double footprint) {
   constexpr double kNearFit = 1.25;
-  if (level == 0 || bytes <= 0 || bytes > kNearFit * footprint || footprint > kNearFit * core_share(c)) return 1;
+  if (level == 0 || bytes <= 0 || bytes > kNearFit * footprint || footprint > kNearFit * c.core_share()) return 1;
   return std::max(0.0, bytes - usable_capacity(c)) / bytes;
 }
 

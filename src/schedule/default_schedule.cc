@@ -96,7 +96,7 @@ Schedule default_schedule(const Operator& op, const HwSpec& target) {
     if (target.cpu.caches.size() > 1) {
       const CacheLevel& l2 = target.cpu.caches[1];
       c.l2_bytes_per_fma = l2.bandwidth_gbs / (target.cpu.frequency_ghz * std::max(1, target.cpu.fma_units));
-      c.l2_bytes = l2.size_bytes / std::max<int64_t>(1, l2.shared_by_cores);
+      c.l2_bytes = int64_t(l2.core_share());
     }
   }
   for (const te::Tensor& t : compute_stages(op)) {
