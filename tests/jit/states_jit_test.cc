@@ -630,6 +630,29 @@ TEST(States, PacksPrefetchTheNextRegionsSourceIntoL2WhereTheOperandOutgrowsIt) {
   EXPECT_GE(hinting, 3) << "too few sampled states hint the next pack";
 }
 
+// The hints sit in the body of the innermost reduction loop that runs more
+// than once. A loop of one trip inside it (here the input channels, in
+// blocks of one) is at its only step there. On the bundled Zen 4 spec, whose
+// 1 MB L2 the 1.2 MB of weights outgrow, each block of weights packed is
+// hinted from the next one (roller's picks for a 23x23 257->127 convolution
+// failed to compile this way, the hints reading the channel loop's variable).
+TEST(States, HintsAheadOfAOneTripReductionLoopReadItsOnlyStep) {
+  const Operator op = make_operator("conv2d", {{"N", "1"}, {"H", "5"}, {"W", "5"}, {"CI", "131"}, {"CO", "257"},
+                                               {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
+  const HwSpec hw = load_hwspec("zen4_server");
+  const Task task = make_task(op, hw, 1);
+  std::string steps = "vectorize 3 16\n";
+  for (int i = 0; i < 4; ++i) steps += "tile_grow 3 1\ntile_grow 3 2\n";
+  const State s = replay(*task.anchor, hw, parse_steps(steps + "tile_shrink 2 6\npack 1 23"));
+  ASSERT_EQ(s->tile[s->reg_level() - 1][6], 1) << s->str();
+  const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+  EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 3)).ok) << s->str();
+  const std::string& ir = k.report().loop_ir;
+  const size_t hint = ir.find("prefetch to L2 W[");
+  ASSERT_NE(hint, std::string::npos) << ir;
+  EXPECT_LT(hint, ir.find("for e_rc in [0, 1)")) << ir;
+}
+
 // How far ahead: a 64-set L1 of 16-float lines, 8 ways unless said.
 TEST(States, PrefetchesReachAheadWithinHalfAWayAndHalfASetsWays) {
   // 48 floats a row (4 lines with the one a misaligned run adds), rows 771

@@ -916,7 +916,11 @@ class TiledNest {
       }
       return body;
     };
-    const Prefetches ahead = rv < 0 ? prefetches(r, e, reduce_order_[size_t(unrolled)]) : Prefetches{};
+    // The hints sit in the unrolled loop's body, outside the one-trip loops
+    // inside it: their reads are those loops' only step.
+    std::vector<Expr> e_ahead = e;
+    for (size_t k = size_t(unrolled) + 1; k < reduce_order_.size(); ++k) e_ahead[reduce_order_[k]] = make_int(0);
+    const Prefetches ahead = rv < 0 ? prefetches(r, e_ahead, reduce_order_[size_t(unrolled)]) : Prefetches{};
     if (!ahead.hints || !ahead.first_pass.defined()) update = reduction_loops(update, ahead.hints);
     else update = make_if(ahead.first_pass, reduction_loops(update, ahead.hints), reduction_loops(update, nullptr));
 
