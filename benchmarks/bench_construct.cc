@@ -18,6 +18,9 @@
 // of the level they fit in, whichever is larger. Construction time ("cons")
 // is the median of three: the compile's own and two more runs of the
 // strategy (on a shared core, a single run read up to 1.8x the median).
+// A workload that fails to compile is reported on its own line (FAILED, and
+// "error" in the JSON) and the rest still run; the exit status is 1 when any
+// workload failed or gave a wrong result.
 #include <sched.h>
 #include <omp.h>
 
@@ -298,6 +301,7 @@ int main(int argc, char** argv) {
     thread_configs.push_back(t == "all" ? int(std::thread::hardware_concurrency()) : std::stoi(t));
 
   nlohmann::json rows = nlohmann::json::array();
+  int failed = 0;  // workloads that did not compile or gave a wrong result
   std::ofstream csv(csv_path);
   csv << "threads,suite,workload,gflop,construct1_gflops,construct10_gflops,roller1_gflops,roller10_gflops,"
          "onednn_gflops,second_gflops,construct1_construct_ms,construct10_construct_ms,codegen_ms,"
@@ -324,21 +328,30 @@ int main(int argc, char** argv) {
       const double gflop = double(*op.flops.as_const_int()) / 1e9;
       std::vector<LoomRun> runs;
       std::vector<std::string> labels;
-      if (w.unfused.empty()) {
-        runs.push_back(compile_parts({w.op}, "construct", 1, threads));
-        runs.push_back(compile_parts({w.op}, "construct", 10, threads));
-        runs.push_back(compile_parts({w.op}, "roller", 1, threads));
-        runs.push_back(compile_parts({w.op}, "roller", 10, threads));
-        // Every strategy's kernel runs on the first one's buffers: their times then differ by the kernels,
-        // not by where their buffers fell (an output 4 KiB-aliasing its input costs a depthwise 7x7
-        // c1024 a third of its speed on Zen 3).
-        for (size_t i = 1; i < runs.size(); ++i) {
-          runs[i].inputs = runs[0].inputs;
-          runs[i].outputs = runs[0].outputs;
+      try {
+        if (w.unfused.empty()) {
+          runs.push_back(compile_parts({w.op}, "construct", 1, threads));
+          runs.push_back(compile_parts({w.op}, "construct", 10, threads));
+          runs.push_back(compile_parts({w.op}, "roller", 1, threads));
+          runs.push_back(compile_parts({w.op}, "roller", 10, threads));
+          // Every strategy's kernel runs on the first one's buffers: their times then differ by the kernels,
+          // not by where their buffers fell (an output 4 KiB-aliasing its input costs a depthwise 7x7
+          // c1024 a third of its speed on Zen 3).
+          for (size_t i = 1; i < runs.size(); ++i) {
+            runs[i].inputs = runs[0].inputs;
+            runs[i].outputs = runs[0].outputs;
+          }
+        } else {
+          runs.push_back(compile_parts({w.op}, "construct", 10, threads));    // fused
+          runs.push_back(compile_parts(w.unfused, "construct", 10, threads));  // one by one
         }
-      } else {
-        runs.push_back(compile_parts({w.op}, "construct", 10, threads));    // fused
-        runs.push_back(compile_parts(w.unfused, "construct", 10, threads));  // one by one
+      } catch (const std::exception& e) {
+        // One workload's failure (a loom bug in any strategy) is reported with it; the others still run.
+        ++failed;
+        std::printf("%-7s %-31s FAILED: %s\n", w.suite.c_str(), w.name.c_str(), e.what());
+        rows.push_back({{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"ok", false},
+                        {"error", e.what()}});
+        continue;
       }
       std::vector<bench::Baseline> base = w.baselines ? w.baselines() : std::vector<bench::Baseline>{};
       std::vector<std::function<void()>> fns;
@@ -348,6 +361,7 @@ int main(int argc, char** argv) {
       auto gf = [&](size_t i) { return i < ms.size() ? gflop / (ms[i] / 1e3) : NAN; };
       bool ok = true;
       for (const auto& r : runs) ok &= r.ok;
+      failed += ok ? 0 : 1;
       nlohmann::json row = {{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"gflop", gflop}, {"ok", ok}};
       if (w.unfused.empty()) {
         double c1 = gf(0), c10 = gf(1), r1 = gf(2), r10 = gf(3), dn = gf(4), blas = base.size() > 1 ? gf(5) : NAN;
@@ -419,5 +433,6 @@ int main(int argc, char** argv) {
     for (auto& [suite, v] : ratio_fused) std::printf("  %-7s fused / unfused %.2f\n", suite.c_str(), geomean(v));
   }
   std::printf("\nwrote %s and %s\n", csv_path.c_str(), json_path.c_str());
-  return 0;
+  if (failed > 0) std::printf("%d workload(s) failed or gave wrong results\n", failed);
+  return failed > 0 ? 1 : 0;
 }
