@@ -327,7 +327,6 @@ int main(int argc, char** argv) {
       loom::Operator op = loom::make_operator(w.op.op, w.op.params);
       const double gflop = double(*op.flops.as_const_int()) / 1e9;
       std::vector<LoomRun> runs;
-      std::vector<std::string> labels;
       try {
         if (w.unfused.empty()) {
           runs.push_back(compile_parts({w.op}, "construct", 1, threads));
@@ -361,7 +360,7 @@ int main(int argc, char** argv) {
       auto gf = [&](size_t i) { return i < ms.size() ? gflop / (ms[i] / 1e3) : NAN; };
       bool ok = true;
       for (const auto& r : runs) ok &= r.ok;
-      failed += ok ? 0 : 1;
+      failed += !ok;
       nlohmann::json row = {{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"gflop", gflop}, {"ok", ok}};
       if (w.unfused.empty()) {
         double c1 = gf(0), c10 = gf(1), r1 = gf(2), r10 = gf(3), dn = gf(4), blas = base.size() > 1 ? gf(5) : NAN;

@@ -916,11 +916,7 @@ class TiledNest {
       }
       return body;
     };
-    // The hints sit in the unrolled loop's body, outside the one-trip loops
-    // inside it: their reads are those loops' only step.
-    std::vector<Expr> e_ahead = e;
-    for (size_t k = size_t(unrolled) + 1; k < reduce_order_.size(); ++k) e_ahead[reduce_order_[k]] = make_int(0);
-    const Prefetches ahead = rv < 0 ? prefetches(r, e_ahead, reduce_order_[size_t(unrolled)]) : Prefetches{};
+    const Prefetches ahead = rv < 0 ? prefetches(r, e, reduce_order_[size_t(unrolled)]) : Prefetches{};
     if (!ahead.hints || !ahead.first_pass.defined()) update = reduction_loops(update, ahead.hints);
     else update = make_if(ahead.first_pass, reduction_loops(update, ahead.hints), reduction_loops(update, nullptr));
 
@@ -962,7 +958,12 @@ class TiledNest {
     const std::optional<int64_t> trips = r[size_t(axis)].const_size;
     if (v < 0 || an_.is_reduce_axis(v) || s_.vec_width == 1 || !trips) return {};
     const int64_t run = r[v].const_size ? std::min(*r[v].const_size, s_.tile[reg_][v]) : s_.tile[reg_][v];
+    // The hints sit in the body of the loop over `axis`, outside the element
+    // loops and the one-trip reduction loops inside it: they read the tile's
+    // first element, at those loops' only step.
     for (int a : element_order_) e[a] = make_int(0);
+    for (auto it = std::find(reduce_order_.begin(), reduce_order_.end(), axis); it != reduce_order_.end(); ++it)
+      if (*it != axis) e[*it] = make_int(0);
     std::vector<Stmt> hints;
     std::vector<Expr> first_passes;
     const bool waits_on_l2 = reads_faster_than_l2(run);
