@@ -401,11 +401,31 @@ int widest_register_axis(const StateData& s, const AnchorInfo& anchor) {
   return best;
 }
 
-// One sweep: every block reachable from `s` along the two axes.
+// The axes a register block trades along: the vector axis and the widest
+// other one; where an operand is broadcast across the lanes (it does not
+// move along the vector axis: a GEMM's A, a convolution's input), every
+// spatial axis of more than one element, as the block's shape across them
+// sets how many broadcasts a step issues for its vector loads. Measured,
+// one Zen 4 core: conv 7x7 512->512 3x3 went from 3 rows by 7 vectors to
+// a row of 7 pixels by 3 vectors, 1.1-1.2x faster (14x14 256->256:
+// 1.14-1.25x); where every operand moves with the lanes (depthwise), the
+// wider sweep took blocks the model rated within 1% of the two-axis ones,
+// which ran 0.98x as fast (geomean of 17 shapes, 0.83x the worst).
+std::vector<int> register_block_axes(const StateData& s, const AnchorInfo& anchor) {
+  const auto broadcast = [&](const Access& x) { return !x.uses_axis[size_t(s.vec_axis)]; };
+  if (s.vec_axis < 0 || std::none_of(anchor.accesses.begin(), anchor.accesses.end(), broadcast))
+    return {widest_register_axis(s, anchor), s.vec_axis};
+  std::vector<int> axes;
+  for (int a = 0; a < anchor.num_spatial; ++a)
+    if (anchor.plan_extent(a) > 1 || a == s.vec_axis) axes.push_back(a);
+  return axes;
+}
+
+// One sweep: every block reachable from `s` along those axes.
 State best_register_block_from(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads,
                                double& best_seconds) {
   const int reg = s->reg_level();
-  const int axes[] = {widest_register_axis(*s, anchor), s->vec_axis};
+  const std::vector<int> axes = register_block_axes(*s, anchor);
   std::vector<State> frontier{s};
   std::set<std::vector<int64_t>> seen{s->tile.row(reg)};
   State best = s;

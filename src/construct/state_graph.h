@@ -63,7 +63,8 @@ TraversalResult traverse_state_graph(const AnchorInfo& anchor, const HwSpec& tar
 // The register block the model rates best among those reachable from `s` by
 // growing and shrinking its register tile along the vector axis and the
 // spatial axis with the most register rows (the largest extent among
-// equals). The register file bounds them, so the search is small, and it
+// equals), or along every spatial axis where an operand is broadcast across
+// the lanes. The register file bounds them, so the search is small, and it
 // crosses what single steps cannot: 8x8 to 6x16 passes through blocks with
 // too few accumulators to hide the FMA latency. The cache tiles follow the
 // register tile as the steps define. CPU states only.
