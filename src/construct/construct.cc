@@ -61,12 +61,13 @@ std::vector<RankedState> construct_states(const Task& task, int k, const Constru
     if (std::any_of(unrolled.begin(), unrolled.end(), [&](const RankedState& o) { return *o.state == *s; })) return;
     unrolled.push_back({s, s == walked.state ? walked.estimate : estimate(anchor, *s, task.target, t.threads)});
   };
-  const std::vector<RankedState> walked = traverse_state_graph(anchor, task.target, seeds, t).top;
+  EstimateMemo memo(anchor, task.target, t.threads);
+  const std::vector<RankedState> walked = traverse_state_graph(seeds, t, memo).top;
   for (size_t i = 0; i < walked.size(); ++i) {
     const State s = with_construction_unroll(walked[i].state, anchor, task.target);
     add(s, walked[i]);
     if (task.target.kind == TargetKind::Cpu && i < kReblocked)
-      add(best_register_block(s, anchor, task.target, t.threads), walked[i]);
+      add(best_register_block(s, memo), walked[i]);
   }
   std::stable_sort(unrolled.begin(), unrolled.end(),
                    [](const RankedState& a, const RankedState& b) { return a.estimate.seconds < b.estimate.seconds; });

@@ -60,8 +60,11 @@ using Vertex = Graph::vertex_descriptor;
 
 class Traversal {
  public:
-  Traversal(const AnchorInfo& anchor, const HwSpec& target, const TraversalOptions& options)
-      : anchor_(anchor), target_(target), options_(options), rng_(options.seed) {}
+  Traversal(const TraversalOptions& options, EstimateMemo& memo)
+      : anchor_(memo.anchor()), target_(memo.target()), options_(options), memo_(memo), rng_(options.seed) {
+    LOOM_INTERNAL_CHECK(memo.threads() == options.threads, "an estimate memo for ", memo.threads(),
+                        " threads polishing a traversal for ", options.threads);
+  }
 
   TraversalResult run(const std::vector<State>& seeds) {
     for (const State& s : seeds) seeds_.push_back(vertex_for(s, std::nullopt));
@@ -139,13 +142,10 @@ class Traversal {
   // or without it. Register blocks are CPU states' only.
   void polish() {
     if (target_.kind != TargetKind::Cpu) return;
-    const int threads = options_.threads;
-    const auto descended = [&](const State& s) {
-      return best_register_block(descend(s, anchor_, target_, threads), anchor_, target_, threads);
-    };
+    const auto descended = [&](const State& s) { return best_register_block(descend(s, memo_), memo_); };
     bool best = true;
     for (Vertex v : polished_vertices()) {
-      const State blocked = best_register_block(state_of(v), anchor_, target_, threads);
+      const State blocked = best_register_block(state_of(v), memo_);
       vertex_for(blocked, std::nullopt);
       vertex_for(descended(blocked), std::nullopt);
       if (best && anchor_.is_reduction) vertex_for(descended(panel_variant(blocked, anchor_, target_)), std::nullopt);
@@ -292,6 +292,7 @@ class Traversal {
   const AnchorInfo& anchor_;
   const HwSpec& target_;
   const TraversalOptions& options_;
+  EstimateMemo& memo_;
   std::mt19937_64 rng_;
   Graph graph_;
   std::unordered_multimap<size_t, Vertex> index_;  // by state hash
@@ -422,8 +423,8 @@ std::vector<int> register_block_axes(const StateData& s, const AnchorInfo& ancho
 }
 
 // One sweep: every block reachable from `s` along those axes.
-State best_register_block_from(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads,
-                               double& best_seconds) {
+State best_register_block_from(const State& s, EstimateMemo& memo, double& best_seconds) {
+  const AnchorInfo& anchor = memo.anchor();
   const int reg = s->reg_level();
   const std::vector<int> axes = register_block_axes(*s, anchor);
   std::vector<State> frontier{s};
@@ -435,10 +436,10 @@ State best_register_block_from(const State& s, const AnchorInfo& anchor, const H
     for (int a : axes) {
       if (a < 0) continue;
       for (StepKind kind : {StepKind::TileGrow, StepKind::TileShrink}) {
-        StepResult r = apply_step(*at, {kind, reg, a}, anchor, target);
+        StepResult r = apply_step(*at, {kind, reg, a}, anchor, memo.target());
         if (!r || !seen.insert(r.state->tile.row(reg)).second) continue;
         frontier.push_back(r.state);
-        const double t = estimate(anchor, *r.state, target, threads).seconds;
+        const double t = memo.seconds(r.state);
         if (t < best_seconds) std::tie(best, best_seconds) = std::tie(r.state, t);
       }
     }
@@ -448,19 +449,21 @@ State best_register_block_from(const State& s, const AnchorInfo& anchor, const H
 
 }  // namespace
 
-State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target, int threads) {
+State descend(const State& from, EstimateMemo& memo) {
   constexpr int kMaxMoves = 32;  // each must gain, so they end; this bounds the cost
+  const AnchorInfo& anchor = memo.anchor();
+  const HwSpec& target = memo.target();
   State at = from;
-  double seconds = estimate(anchor, *at, target, threads).seconds;
+  double seconds = memo.seconds(at);
   for (int move = 0; move < kMaxMoves; ++move) {
     State best = at;
     double best_seconds = seconds;
     auto weigh = [&](const State& n) {
-      const double t = estimate(anchor, *n, target, threads).seconds;
+      const double t = memo.seconds(n);
       if (t < best_seconds) std::tie(best, best_seconds) = std::tie(n, t);
     };
     for (const Step& step : candidate_steps(*at, anchor, target)) {
-      if (moves_parallel_tile_alone(step, threads)) continue;
+      if (moves_parallel_tile_alone(step, memo.threads())) continue;
       StepResult r = apply_step(*at, step, anchor, target);
       if (!r) continue;
       weigh(r.state);
@@ -513,15 +516,22 @@ State panel_variant(State s, const AnchorInfo& anchor, const HwSpec& target) {
   return s;
 }
 
-State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads) {
+double EstimateMemo::seconds(const State& s) {
+  if (const auto it = seconds_.find(s); it != seconds_.end()) return it->second;
+  const double t = estimate(anchor_, *s, target_, threads_).seconds;
+  seconds_.emplace(s, t);
+  return t;
+}
+
+State best_register_block(const State& s, EstimateMemo& memo) {
   // The cache tiles follow the register tile, so the blocks reachable from
   // the best one differ from those reachable from `s`: sweep again from it
   // until nothing improves (a few sweeps; each must gain, so they end).
   constexpr int kMaxSweeps = 8;
-  double seconds = estimate(anchor, *s, target, threads).seconds;
+  double seconds = memo.seconds(s);
   State best = s;
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
-    State next = best_register_block_from(best, anchor, target, threads, seconds);
+    State next = best_register_block_from(best, memo, seconds);
     if (next == best) break;
     best = next;
   }
@@ -538,6 +548,7 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
     return seeds;
   }
   const int lanes = target.cpu.fp32_lanes();
+  EstimateMemo memo(anchor, target, 1);
   std::vector<int> axes;
   for (int a = 0; a < anchor.num_axes(); ++a)
     if (offers_vector_along(anchor, a)) axes.push_back(a);
@@ -553,7 +564,7 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
     StepResult r = apply_step(*init, {StepKind::Vectorize, v, lanes}, anchor, target);
     if (!r) continue;
     State s = r.state;
-    s = best_register_block(s, anchor, target, 1);
+    s = best_register_block(s, memo);
     for (size_t i = 0; i < anchor.accesses.size(); ++i) {
       const Access& x = anchor.accesses[i];
       if (!x.uses_axis[v] || x.stride[v] == 1) continue;
@@ -568,7 +579,13 @@ std::vector<State> seed_states(const AnchorInfo& anchor, const HwSpec& target) {
 
 TraversalResult traverse_state_graph(const AnchorInfo& anchor, const HwSpec& target, const std::vector<State>& seeds,
                                      const TraversalOptions& options) {
-  return Traversal(anchor, target, options).run(seeds);
+  EstimateMemo memo(anchor, target, options.threads);
+  return traverse_state_graph(seeds, options, memo);
+}
+
+TraversalResult traverse_state_graph(const std::vector<State>& seeds, const TraversalOptions& options,
+                                     EstimateMemo& memo) {
+  return Traversal(options, memo).run(seeds);
 }
 
 }  // namespace loom

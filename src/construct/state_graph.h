@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "construct/analytic_model.h"
@@ -57,8 +58,37 @@ struct TraversalResult {
   int steps_taken = 0;
 };
 
+// The model's time for each state one construction weighs, computed once:
+// the register-block sweeps and descents from nearby states cross the same
+// states (6 in 10 of a 3x3 convolution's sweep estimates were repeats).
+class EstimateMemo {
+ public:
+  EstimateMemo(const AnchorInfo& anchor, const HwSpec& target, int threads)
+      : anchor_(anchor), target_(target), threads_(threads) {}
+  double seconds(const State& s);
+  const AnchorInfo& anchor() const { return anchor_; }
+  const HwSpec& target() const { return target_; }
+  int threads() const { return threads_; }
+
+ private:
+  struct Hash {
+    size_t operator()(const State& s) const { return s->hash(); }
+  };
+  struct Same {
+    bool operator()(const State& a, const State& b) const { return *a == *b; }
+  };
+  const AnchorInfo& anchor_;
+  const HwSpec& target_;
+  int threads_;
+  std::unordered_map<State, double, Hash, Same> seconds_;
+};
+
 TraversalResult traverse_state_graph(const AnchorInfo& anchor, const HwSpec& target,
                                      const std::vector<State>& seeds, const TraversalOptions& options);
+// The same, polishing with `memo` (for options.threads), which the caller
+// keeps weighing its own states with.
+TraversalResult traverse_state_graph(const std::vector<State>& seeds, const TraversalOptions& options,
+                                     EstimateMemo& memo);
 
 // The register block the model rates best among those reachable from `s` by
 // growing and shrinking its register tile along the vector axis and the
@@ -68,7 +98,7 @@ TraversalResult traverse_state_graph(const AnchorInfo& anchor, const HwSpec& tar
 // crosses what single steps cannot: 8x8 to 6x16 passes through blocks with
 // too few accumulators to hide the FMA latency. The cache tiles follow the
 // register tile as the steps define. CPU states only.
-State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec& target, int threads);
+State best_register_block(const State& s, EstimateMemo& memo);
 
 // Steepest descent from `from` on the model's estimate: each move takes the
 // best of every single step and every trade, a cache tile shrinking along
@@ -77,7 +107,7 @@ State best_register_block(const State& s, const AnchorInfo& anchor, const HwSpec
 // cache, which neither step does alone), until none gains. The walk alone
 // left GEMMs and 1x1 convolutions on reduction blocks of 32 steps whose
 // descent runs 1.1-1.4x faster (2048x768x768, 7x7 2048->512).
-State descend(const State& from, const AnchorInfo& anchor, const HwSpec& target, int threads);
+State descend(const State& from, EstimateMemo& memo);
 
 // `s` blocked as Goto's GEMM, from its register tile and vector axis (the
 // walk's best, after best_register_block). A micro-kernel call is one

@@ -89,6 +89,26 @@ TEST(AnalyticModel, ConstructionFillsTheRegisterFile) {
   EXPECT_EQ(check_legal(s, *task.anchor, spec), "");
 }
 
+// A construction's memo gives each state the model's time, the same for
+// equal states built apart (the sweeps reach one state along several paths).
+TEST(AnalyticModel, EstimateMemoGivesEqualStatesTheModelsTime) {
+  const HwSpec spec = load_hwspec("zen4_server");
+  const Task task = make_task(make_operator("matmul", {{"M", "96"}, {"N", "80"}, {"K", "64"}}), spec, 1);
+  EstimateMemo memo(*task.anchor, spec, 1);
+  const std::vector<std::vector<std::string>> paths = {{"vectorize 1 16", "tile_grow 3 0", "tile_grow 3 1"},
+                                                       {"vectorize 1 16", "tile_grow 3 1", "tile_grow 3 0"},
+                                                       {"vectorize 1 16", "tile_grow 3 0"}};
+  std::vector<double> seconds;
+  for (const auto& path : paths) {
+    const State s = apply_all(task, path);
+    seconds.push_back(memo.seconds(s));
+    EXPECT_EQ(seconds.back(), estimate(*task.anchor, *s, spec, 1).seconds) << s->str();
+  }
+  EXPECT_EQ(*apply_all(task, paths[0]), *apply_all(task, paths[1]));
+  EXPECT_EQ(seconds[0], seconds[1]);
+  EXPECT_NE(seconds[0], seconds[2]);
+}
+
 // The walk moves a register block one row or vector at a time, and the
 // blocks between two good ones (8x8 and 6x16) hide the FMA latency worse
 // than either, so it rarely crosses them; construction then sweeps the
@@ -108,7 +128,8 @@ TEST(AnalyticModel, ConstructionsPickHasTheBestRegisterBlockForItsCacheTiles) {
         options.seed = seed;
         const std::vector<RankedState> top = construct_states(task, 1, options);
         ASSERT_FALSE(top.empty());
-        const State better = best_register_block(top[0].state, *task.anchor, spec, 1);
+        EstimateMemo memo(*task.anchor, spec, 1);
+        const State better = best_register_block(top[0].state, memo);
         EXPECT_LE(top[0].estimate.seconds, estimate(*task.anchor, *better, spec, 1).seconds)
             << spec_name << " " << name << " seed " << seed << ": " << top[0].state->str() << "\n"
             << better->str();
@@ -220,7 +241,8 @@ TEST(AnalyticModel, DescentTradesColumnsForALongerReductionBlock) {
     steps.push_back("pack 1 11");        // B, at the L1 tile's innermost point
     const State start = apply_all(task, steps);
     ASSERT_EQ(start->tile[2][1] * 1000 + start->tile[2][2], 256 * 1000 + 32) << start->str();
-    const State end = descend(start, *task.anchor, spec, 1);
+    EstimateMemo memo(*task.anchor, spec, 1);
+    const State end = descend(start, memo);
     const double seconds = estimate(*task.anchor, *end, spec, 1).seconds;
     EXPECT_LT(seconds, estimate(*task.anchor, *start, spec, 1).seconds) << spec_name;
     EXPECT_GT(end->tile[2][2], 32) << spec_name << ": " << end->str();
