@@ -408,7 +408,7 @@ int widest_register_axis(const StateData& s, const AnchorInfo& anchor) {
 // spatial axis of more than one element, as the block's shape across them
 // sets how many broadcasts a step issues for its vector loads. Measured,
 // one Zen 4 core: conv 7x7 512->512 3x3 went from 3 rows by 7 vectors to
-// a row of 7 pixels by 3 vectors, 1.1-1.2x faster (14x14 256->256:
+// a column of 7 pixels by 3 vectors, 1.1-1.2x faster (14x14 256->256:
 // 1.14-1.25x); where every operand moves with the lanes (depthwise), the
 // wider sweep took blocks the model rated within 1% of the two-axis ones,
 // which ran 0.98x as fast (geomean of 17 shapes, 0.83x the worst).
