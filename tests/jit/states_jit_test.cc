@@ -372,6 +372,35 @@ int count_sampled_dense_states(const HwSpec& hw, const std::map<std::string, std
 // vectors by a cache line along K: each block is copied through registers
 // (loads along K, shuffles, stores along N), on 16 lanes and on 8 (16-lane
 // lines: two blocks). M is odd; every kernel matches the reference.
+// Packed panels a multiple of many cache lines apart would take the same
+// row of every panel to a few L1 sets while the pack writes a row of each in
+// turn: such panels are a line further apart. On a 64-set, 8-way L1, B's
+// panels of 128 x 32 floats (16 KB, one set reached) and 128 x 16 (8 KB)
+// get a line between them; panels of 100 x 32 (200 lines, 8 sets reached by
+// 32 panels, 4 to a set) do not. Every kernel matches the reference.
+TEST(States, PanelsThatWouldCrowdL1SetsArePaddedByALine) {
+  const HwSpec hw = load_hwspec("zen4_server");
+  ASSERT_EQ(hw.cpu.caches.front().size_bytes / hw.cpu.caches.front().associativity, 4096);
+  struct Case {
+    std::string K, steps;
+    int64_t panels, panel;
+    bool padded;
+  };
+  const std::string wide = "vectorize 1 16\ntile_grow 3 1\ntile_grow 3 0\npack 1 7\n";
+  const std::string narrow = "vectorize 1 16\ntile_grow 3 0\npack 1 7\n";
+  for (const Case& c : {Case{"128", wide, 32, 128 * 32, true}, Case{"128", narrow, 63, 128 * 16, true},
+                        Case{"100", wide, 32, 100 * 32, false}}) {
+    const Operator op = make_operator("matmul", {{"M", "37"}, {"N", "1000"}, {"K", c.K}});
+    const Task task = make_task(op, hw, 1);
+    const State s = replay(*task.anchor, hw, parse_steps(c.steps));
+    const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
+    const int64_t size = c.panels * (c.panel + (c.padded ? 16 : 0));
+    EXPECT_NE(k.report().loop_ir.find("allocate packed_B[" + std::to_string(size) + "]"), std::string::npos)
+        << s->str() << "\n" << k.report().loop_ir;
+    EXPECT_TRUE(test::run_and_check(op, k, random_inputs(op, 3)).ok) << s->str();
+  }
+}
+
 TEST(States, TransposingPacksCopyWholeBlocksThroughRegisters) {
   for (const HwSpec& hw : {detect_host_cpu(), load_hwspec("haswell_avx2")}) {
     const int transposed = count_sampled_dense_states(
