@@ -135,6 +135,25 @@ double streamed_share(const Access& x, const int64_t* tile) {
   return run >= row ? 1 : std::min(row, run + kPrefetchLeadBytes) / run;
 }
 
+// The share of the cache lines an unpacked read's runs of `run` elements
+// bring that the runs use: the run's bytes over the lines', less where the
+// runs start off a line's start and span one more line. Runs start where
+// their rows and tiles put them: a row of N floats starts N * 4 bytes into
+// the lines after the one before, so a run of 32 floats spans 2 lines on
+// rows of 1008 floats and 2 or 3 (2.5) on rows of 1000 (measured: matmul
+// 37x1000x4096 with B read in place, tiles of 32 columns, swept down 14-row
+// blocks from L2, ran the same state 1.2-1.6x its time at 1008 columns).
+double run_line_use(const Access& x, double run, int line_bytes) {
+  const int64_t line = std::max(4, line_bytes);
+  const double bytes = 4 * run, use = std::min(1.0, bytes / double(line));
+  if (x.const_shape.empty() || run >= double(x.const_shape.back())) return use;
+  const int64_t row = 4 * x.const_shape.back(), step = std::gcd(std::gcd(row, int64_t(bytes)), line);
+  double lines = 0;  // summed over the starts: the multiples of `step` within a line
+  for (int64_t start = 0; start < line; start += step) lines += std::ceil((double(start) + bytes) / double(line));
+  const double mean_lines = lines * double(step) / double(line);
+  return use * std::ceil(bytes / double(line)) / mean_lines;
+}
+
 // The part of a read in runs of `bytes` that prefetchers do not cover.
 double demand_share(double bytes) { return std::min(1.0, kPrefetchLeadBytes / std::min(bytes, kPageBytes)); }
 
@@ -872,6 +891,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   // The traffic of access i (i == accesses.size(): the output) over a
   // block's calls into the cache the block fits in (`resident`), or, when
   // nothing fits, of every call streaming its whole data tile.
+  const int line_bytes = cpu.caches.empty() ? 64 : cpu.caches.front().line_bytes;
   auto traffic = [&](Block& b, size_t i, bool resident, Traffic& g) {
     const int64_t* t = b.tile.data();
     const bool output = i == an.accesses.size();
@@ -883,7 +903,7 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
     const double calls = b.calls;
     const int unit = x.contiguous_axis();
     const double run = unit >= 0 ? double(t[unit]) : 1;
-    const double line_util = output || s.pack[i] >= 0 ? 1.0 : std::min(1.0, run * 4 / 64.0);
+    const double line_util = output || s.pack[i] >= 0 ? 1.0 : run_line_use(x, run, line_bytes);
     // Loops that do not move the access reuse its tile; the first that
     // does reads, over its sweep, the union of its tiles once: a window's
     // overlapping rows stay in the cache the tile fits in.

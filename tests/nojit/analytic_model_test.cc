@@ -503,6 +503,26 @@ TEST(AnalyticModel, ShortRunsOfLongRowsHoldWhatStreamPrefetchersBringBesideThem)
   EXPECT_LT(l3_traffic(40, 4), 1.2 * l3_traffic(10, 4));
 }
 
+TEST(AnalyticModel, RunsThatStartOffALineBringTheLinesTheySpan) {
+  // C = A B, 37 x N x 512, B read in place by 2x32 register tiles: a run of
+  // 32 floats (128 bytes) per row of B. Rows of 976, 1008 or 1040 floats (an
+  // odd number of lines: no two rows' runs crowd a set) start on a line, and
+  // each run spans 2 lines; rows of 984, 1000 or 1016 floats start on a line
+  // or halfway through one, and half the runs span 3. Per column of B, the
+  // traffic into L1 is then about 2.5 / 2 of the aligned rows'.
+  const HwSpec spec = load_hwspec("zen4_server");
+  auto l1_traffic_per_column = [&](int64_t n) {
+    const Task task = make_task(
+        make_operator("matmul", {{"M", "37"}, {"N", std::to_string(n)}, {"K", "512"}}), spec, 1);
+    const State s = apply_all(task, {"vectorize 1 16", "tile_grow 3 1", "tile_grow 3 0"});
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[3][1], 232) << s->str();
+    return estimate(*task.anchor, *s, spec, 1).level_s.at(0) / double(n);
+  };
+  const double aligned = l1_traffic_per_column(1008);
+  for (int64_t n : {976, 1040}) EXPECT_NEAR(l1_traffic_per_column(n) / aligned, 1.0, 0.02) << n;
+  for (int64_t n : {984, 1000, 1016}) EXPECT_NEAR(l1_traffic_per_column(n) / aligned, 1.25, 0.05) << n;
+}
+
 TEST(AnalyticModel, ATileTheNextCallReadsAgainNeedsAWayToSpare) {
   // C = A B with B's rows 3 KiB apart (N = 768): a 32-step reduction block
   // puts 8 of its lines into each of 4 sets of an 8-way L1, every way. Swept
