@@ -35,6 +35,22 @@ bool reads_only_at_own_point(const te::Tensor& consumer, const te::Tensor& ancho
   return ok;
 }
 
+// The shape of the one placeholder a padded stage reads, where it reads it
+// at the stage's own index plus a constant in every dimension; else empty.
+std::vector<int64_t> padded_source_shape(const te::Tensor& padded) {
+  const TensorNode* t = padded.get();
+  std::vector<const TensorReadNode*> reads;
+  visit(t->body, [&](const Expr& e) {
+    if (auto* r = e.get()->as<TensorReadNode>()) reads.push_back(r);
+    return true;
+  });
+  if (reads.size() != 1 || !reads[0]->tensor.is_placeholder() || reads[0]->indices.size() != t->axes.size()) return {};
+  for (size_t d = 0; d < t->axes.size(); ++d)
+    for (size_t v = 0; v < t->axes.size(); ++v)
+      if (linear_coeff(reads[0]->indices[d], t->axes[v].get()) != std::optional<int64_t>(d == v ? 1 : 0)) return {};
+  return const_shape(reads[0]->tensor);
+}
+
 Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
   const auto* read = expr.get()->as<TensorReadNode>();
   Access a;
@@ -53,6 +69,7 @@ Access analyze_access(const Expr& expr, const std::vector<Var>& axes) {
       a.guarded |= e.get()->kind == ExprKind::Select;
       return !a.guarded;
     });
+  if (a.guarded) a.source_shape = padded_source_shape(a.tensor);
   a.affine = true;
   for (const Expr& i : read->indices) {
     std::vector<Access::Term> row;

@@ -38,6 +38,11 @@ struct Access {
   // The tensor's size along each dimension; empty when one is symbolic.
   std::vector<int64_t> const_shape;
   bool guarded = false;  // reads through a select (padding): a branch per element unless packed
+  // Per dimension of a guarded read, the extent of the tensor behind the
+  // padding where the padded stage reads it at its own index plus a
+  // constant (X_pad[h] = X[h - 1] inside): the rows the padding adds are not
+  // in memory. Empty where unknown or unguarded.
+  std::vector<int64_t> source_shape;
   // Every index is affine in the axes with constant coefficients of at
   // least zero (dim_terms then holds the coefficients themselves).
   bool affine = false;

@@ -1103,4 +1103,34 @@ TEST(AnalyticModel, AnUnfusedConsumerPaysAPassOverTheResult) {
 }
 
 }  // namespace
+TEST(AnalyticModel, APaddedReadInPlaceBringsOnlyTheTensorsRows) {
+  // A 3x3 depthwise convolution over 960 channels, 7x7 outputs: padded by
+  // one, its input is 9x9 rows with padding, 7x7 without. Register tiles of
+  // a column of 7 outputs by 32 channels, swept along the columns, read the
+  // input once. Read in place (through a guard), only the 7x7 rows in
+  // memory reach L1: against the same convolution on a 9x9 input without
+  // padding, with the same tiles, the input's 81 rows count 49, beside the
+  // 9 rows of weights and the output's 49 rows, written and read (188 rows'
+  // traffic against 156). A materialized padded copy is read whole.
+  const HwSpec spec = load_hwspec("zen4_server");
+  auto l1_traffic = [&](const char* size, const char* pad, bool materialized) {
+    const Task task = make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", size}, {"W", size}, {"C", "960"},
+                                                                   {"KH", "3"}, {"KW", "3"}, {"stride", "1"},
+                                                                   {"pad", pad}}),
+                                spec, 1);
+    std::vector<std::string> steps = {"vectorize 3 16", "tile_grow 3 3"};
+    steps.insert(steps.end(), 6, "tile_grow 3 1");
+    steps.push_back("reorder 3 2");  // the columns innermost
+    if (materialized) steps.push_back("materialize 0 1");
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][1] * 100 + s->tile[3][3], 732) << s->str();
+    EXPECT_EQ(s->order[3][3], 2) << s->str();
+    EXPECT_EQ(s->materialized(0), materialized) << s->str();
+    return estimate(*task.anchor, *s, spec, 1).level_s.at(0);
+  };
+  const double unpadded = l1_traffic("9", "0", false);
+  EXPECT_NEAR(l1_traffic("7", "1", false) / unpadded, 156.0 / 188.0, 0.02);
+  EXPECT_NEAR(l1_traffic("7", "1", true) / unpadded, 1.0, 0.02);
+}
+
 }  // namespace loom
