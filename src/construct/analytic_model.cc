@@ -288,12 +288,14 @@ int64_t lines_per_set(const Small<int64_t>& progressions, int64_t line, int64_t 
 // 0 when they lie within one line. States a traversal estimates share a few
 // hundred register tiles among thousands, so counts are remembered by the
 // tile's progressions (per thread, a bounded table).
+// `tile` holds the spatial axes' extents where they are not the register
+// tile's.
 int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Access& x, int64_t line, int64_t way,
-                           int r = -1, int64_t steps = 1) {
+                           int r = -1, int64_t steps = 1, const int64_t* tile = nullptr) {
   Small<int64_t> key{line, way};
-  const int reg = s.reg_level();
+  if (!tile) tile = s.tile[s.reg_level()];
   for (int a = 0; a < an.num_axes(); ++a) {
-    const int64_t R = a == r ? steps : a < an.num_spatial ? s.tile[reg][a] : 1;
+    const int64_t R = a == r ? steps : a < an.num_spatial ? tile[a] : 1;
     if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
     key.push_back(R);
     key.push_back(*x.stride[a]);
@@ -356,20 +358,31 @@ double thrashed_line_cycles(const CpuSpec& cpu) {
   return measured.back() / double(std::max<int64_t>(1, l1.associativity + int64_t(measured.size()) - 1));
 }
 
-// 1 when the next micro-kernel call reads the same data tile of `x` again
-// (the innermost loop around the micro-kernel that runs more than once does
-// not move it), else 0: the tile then stays in L1 over many calls while
+// Whether a later micro-kernel call reads the data a call reads of `x`
+// again while it may still be in L1, and what the calls read in between:
+// `tile`, a call's block, widened along the loops around the calls that
+// move `x`, innermost first, up to the first loop that runs more than once
+// and does not move it (the one that comes back), while the widened tile's
+// bytes fit `capacity`; false when no loop comes back before then. The tile stays in L1 over many calls while
 // the other accesses' lines pass through every set, so a set it fills to
-// the last way loses lines to them.
-int kept_across_calls(const StateData& s, const AnchorInfo& an, const TripTable& trip, const Access& x) {
+// the last way loses lines to them (measured: matmul 688x768x3072 reading
+// B's rows 3 KB apart in place, two 32 x 80 tiles of it in turn, 8 lines a
+// set, swept down 90 row tiles of A: 1.55x the time of the states that
+// reread B from L2 each call, which the model had put 1.02x slower).
+bool widen_to_reread(const StateData& s, const TripTable& trip, const Access& x, Small<int64_t>& tile,
+                     const Small<int64_t>& full, double capacity) {
   for (int level = s.reg_level(); level >= 0; --level) {  // the register level's loops run the calls
     const auto order = s.order[level];
     for (const int* it = order.end(); it != order.begin();) {
       const int a = *--it;
-      if (trip(level, a) > 1) return x.uses_axis[a] ? 0 : 1;
+      const double k = trip(level, a);
+      if (k <= 1) continue;
+      if (!x.uses_axis[a]) return true;
+      tile[a] = std::min(full[a], int64_t(double(tile[a]) * k));
+      if (4 * x.data_tile(tile.data()) > capacity) return false;
     }
   }
-  return 0;
+  return false;
 }
 
 // Access i of the anchor's body, or its output where i == accesses.size().
@@ -1143,13 +1156,19 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       // charged (GEMVs reading B's rows in place: picks up to 1.4x slower
       // without). A step's lines are those it touches (a strided window's,
       // not its span), charged once however many reduction axes crowd.
-      const int kept = kept_across_calls(s, an, trip, x);
+      Small<int64_t> call(t.begin(), t.end());  // a call's block: its steps along the reduction axes
+      for (int a = an.num_spatial; a < n; ++a) call[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
+      Small<int64_t> reread(call.begin(), call.end());
+      const int kept = widen_to_reread(s, trip, x, reread, full, usable_capacity(l1)) ? 1 : 0;
+      // The lines a reread tile's steps put in one set: what its calls read
+      // over the reduction's steps, stacked on them.
+      const int64_t kept_lines = kept ? tile_lines_per_set(s, an, x, l1.line_bytes, way, -1, 1, reread.data()) : 0;
       const bool in_l2 = cpu.caches.size() > 1 && 4 * x.data_tile(full.data()) <= usable_capacity(cpu.caches[1]);
       const double step_lines = std::ceil(x.touched_tile(t.data()) * 4 / double(l1.line_bytes));
       const double step_run = std::min(step_lines * double(l1.line_bytes), x.run_elems(t.data()) * 4);
       bool crowded = false;
       for (int a = an.num_spatial; a < n && !crowded; ++a) {
-        const int64_t R = reg > 1 ? s.tile[reg - 1][a] : an.plan_extent(a);
+        const int64_t R = kept ? reread[a] : call[a];
         if (a == s.vec_axis || R <= 1 || !x.uses_axis[a] || !x.stride[a]) continue;
         const int64_t bytes = std::abs(*x.stride[a]) * 4;
         if (bytes < l1.line_bytes) continue;  // the steps share lines
@@ -1157,8 +1176,8 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
         for (int b = 0; b < an.num_spatial; ++b) slides |= t[b] > 1 && x.slides_with(b, a);
         if (!slides && !kept && in_l2) continue;
         const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
-        const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, R)
-                                     : (R + sets - 1) / sets * std::max<int64_t>(1, lines);
+        const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, call[a])
+                                     : (R + sets - 1) / sets * std::max<int64_t>(1, kept ? kept_lines : lines);
         crowded = crowd + kept > l1.associativity;
       }
       if (crowded) {

@@ -553,6 +553,44 @@ TEST(AnalyticModel, ATileTheNextCallReadsAgainNeedsAWayToSpare) {
   EXPECT_EQ(conflict_penalty(false), 0);
 }
 
+TEST(AnalyticModel, AWayToSpareCountsWhatTheCallsReadBeforeComingBack) {
+  // C = A B, 688 x 768 x 3072, B's rows 3 KiB apart read in place: a call's
+  // 32 x 80 tile of B puts 8 lines into each of 20 sets of an 8-way L1. The
+  // calls read two such tiles side by side, then come back to the first for
+  // the next 4 rows of A: the two tiles (20 KiB) fit L1, but fill their
+  // sets to the last way while A's and C's lines pass through, so each
+  // step's 5 lines of B come from L2 again. Ten tiles side by side (100
+  // KiB) are read from L2 anyway (the blocks' traffic), not charged twice.
+  const Operator op = make_operator("matmul", {{"M", "688"}, {"N", "768"}, {"K", "3072"}});
+  auto conflict = [&](int l1_column_shrinks) {
+    const HwSpec eight_way = with_l1_ways(8), wide = with_l1_ways(512);  // a set per line
+    const Task task = make_task(op, eight_way, 1);
+    std::vector<std::string> steps = {"vectorize 1 16"};
+    steps.insert(steps.end(), 4, "tile_grow 3 1");     // 5 vectors
+    steps.insert(steps.end(), 3, "tile_grow 3 0");     // by 4 rows
+    steps.insert(steps.end(), 12, "tile_shrink 2 2");  // 3072 -> 32 steps a call
+    steps.insert(steps.end(), 3, "tile_shrink 2 1");   // 800 -> 80 columns
+    steps.insert(steps.end(), 5, "tile_shrink 2 0");   // 688 -> 4 rows
+    steps.insert(steps.end(), l1_column_shrinks, "tile_shrink 1 1");
+    steps.insert(steps.end(), 11, "tile_shrink 1 2");  // 3072 -> 32
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[3][1], 480) << s->str();
+    EXPECT_EQ(s->tile[2][0] * 1000000 + s->tile[2][1] * 1000 + s->tile[2][2], 4080032) << s->str();
+    EXPECT_EQ(s->tile[1][0] * 1000 + s->tile[1][2], 688032) << s->str();
+    EXPECT_EQ(s->order[2][1], 1) << s->str();  // the columns inside the rows
+    return std::make_pair(s->tile[1][1], conflict_cost(estimate(*task.anchor, *s, eight_way, 1)) -
+                                             conflict_cost(estimate(*task.anchor, *s, wide, 1)));
+  };
+  const auto [two_tiles, reread] = conflict(2);
+  const auto [ten_tiles, read_once] = conflict(0);
+  EXPECT_EQ(two_tiles, 160);
+  EXPECT_EQ(ten_tiles, 800);
+  const double steps = 688.0 * 768 * 3072 / (4 * 80);
+  const double refills = steps * 5 * 64 / 118e9;  // at L2's streaming bandwidth (scattered reads as fast)
+  EXPECT_NEAR(reread / refills, 1, 0.02);
+  EXPECT_LT(read_once, 0.01 * refills);
+}
+
 TEST(AnalyticModel, LinesRefilledAfterASetConflictComeAtTheDemandRateOfTheirRuns) {
   // C = A B with B's rows 4 KiB apart: the micro-kernel's K loop reads one
   // 64-byte line of B per step, all in one set of an 8-way 4 KiB-a-way L1,
