@@ -363,12 +363,13 @@ double thrashed_line_cycles(const CpuSpec& cpu) {
 // `tile`, a call's block, widened along the loops around the calls that
 // move `x`, innermost first, up to the first loop that runs more than once
 // and does not move it (the one that comes back), while the widened tile's
-// bytes fit `capacity`; false when no loop comes back before then. The tile stays in L1 over many calls while
-// the other accesses' lines pass through every set, so a set it fills to
-// the last way loses lines to them (measured: matmul 688x768x3072 reading
-// B's rows 3 KB apart in place, two 32 x 80 tiles of it in turn, 8 lines a
-// set, swept down 90 row tiles of A: 1.55x the time of the states that
-// reread B from L2 each call, which the model had put 1.02x slower).
+// bytes fit `capacity`; false when no loop comes back before then. The
+// tile stays in L1 over many calls while the other accesses' lines pass
+// through every set, so a set it fills to the last way loses lines to them
+// (measured: matmul 688x768x3072 reading B's rows 3 KB apart in place, two
+// 32 x 80 tiles of it in turn, 8 lines a set, swept down 90 row tiles of A:
+// 1.55x the time of the states that reread B from L2 each call, which the
+// model had put 1.02x slower).
 bool widen_to_reread(const StateData& s, const TripTable& trip, const Access& x, Small<int64_t>& tile,
                      const Small<int64_t>& full, double capacity) {
   for (int level = s.reg_level(); level >= 0; --level) {  // the register level's loops run the calls
@@ -1139,9 +1140,9 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       // (measured: matmul 37x4096xK reading B in place, 2 lines a step 16 KB
       // apart for 28 FMAs, ran 1.23-1.25x faster than the model's pick that
       // packed B, when these refills were charged as time of their own).
-      // A tile the next call reads again needs a way to spare (measured:
+      // A tile a later call reads again needs a way to spare (measured:
       // 2048x768x768 GEMMs whose B panel filled its sets to the last way
-      // took 1.35x the time the model gave them). Each refilled line also
+      // took 1.35x the time the model gave them; see widen_to_reread). Each refilled line also
       // costs what the host measured a line of a thrashed set to cost
       // beyond the overlap (measured, this Zen 4 core restricted to AVX2:
       // GEMM 1024^3's pick read B's rows 4 KiB apart in place, 6 rows by 16

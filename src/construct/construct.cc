@@ -52,10 +52,13 @@ std::vector<RankedState> construct_states(const Task& task, int k, const Constru
   // The states emitted are ranked as emitted, unrolled: the unroll changes
   // how often each load of the reduction loop runs in a row, which decides
   // whether a stride prefetcher follows it (read_at_constant_stride). So the
-  // register block best for the walk's unroll may not be for this one, nor
-  // the walk's best states the best at it: the best few states at this
-  // unroll have their best blocks at it ranked beside them (all 20 took
-  // construction from 11.7 to 15.7 ms, mean over 90 shapes).
+  // register block best for the walk's unroll may not be for this one: the
+  // walk's best few states' best blocks at this unroll are ranked beside
+  // them (all 20 took construction from 11.7 to 15.7 ms, mean over 90
+  // shapes), and so is the best block of the best state at this unroll,
+  // which the walk may have ranked lower (so top-1's block is the best
+  // its neighbours offer; reblocking the best 4 at this unroll instead
+  // picked 5x5/2 convolutions' blocks 1.4x slower on the AVX2 spec).
   constexpr size_t kReblocked = 4;
   std::vector<RankedState> unrolled;
   auto add = [&](const State& s, const RankedState& walked) {
@@ -68,15 +71,16 @@ std::vector<RankedState> construct_states(const Task& task, int k, const Constru
       return a.estimate.seconds < b.estimate.seconds;
     });
   };
-  for (const RankedState& walked : traverse_state_graph(seeds, t, memo).top)
-    add(with_construction_unroll(walked.state, anchor, task.target), walked);
+  const std::vector<RankedState> walked = traverse_state_graph(seeds, t, memo).top;
+  for (size_t i = 0; i < walked.size(); ++i) {
+    const State s = with_construction_unroll(walked[i].state, anchor, task.target);
+    add(s, walked[i]);
+    if (task.target.kind == TargetKind::Cpu && i < kReblocked) add(best_register_block(s, memo), walked[i]);
+  }
   rank();
-  if (task.target.kind == TargetKind::Cpu) {
-    const size_t best = std::min(kReblocked, unrolled.size());
-    for (size_t i = 0; i < best; ++i) {
-      const RankedState unblocked = unrolled[i];  // add() may move it
-      add(best_register_block(unblocked.state, memo), unblocked);
-    }
+  if (task.target.kind == TargetKind::Cpu && !unrolled.empty()) {
+    const RankedState best = unrolled.front();  // add() may move it
+    add(best_register_block(best.state, memo), best);
     rank();
   }
   if (unrolled.size() > keep) unrolled.resize(keep);
