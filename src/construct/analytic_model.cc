@@ -1161,9 +1161,6 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
       for (int a = an.num_spatial; a < n; ++a) call[a] = reg > 1 ? s.tile[reg - 1][a] : full[a];
       Small<int64_t> reread(call.begin(), call.end());
       const int kept = widen_to_reread(s, trip, x, reread, full, usable_capacity(l1)) ? 1 : 0;
-      // The lines a reread tile's steps put in one set: what its calls read
-      // over the reduction's steps, stacked on them.
-      const int64_t kept_lines = kept ? tile_lines_per_set(s, an, x, l1.line_bytes, way, -1, 1, reread.data()) : 0;
       const bool in_l2 = cpu.caches.size() > 1 && 4 * x.data_tile(full.data()) <= usable_capacity(cpu.caches[1]);
       const double step_lines = std::ceil(x.touched_tile(t.data()) * 4 / double(l1.line_bytes));
       const double step_run = std::min(step_lines * double(l1.line_bytes), x.run_elems(t.data()) * 4);
@@ -1177,8 +1174,14 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
         for (int b = 0; b < an.num_spatial; ++b) slides |= t[b] > 1 && x.slides_with(b, a);
         if (!slides && !kept && in_l2) continue;
         const int64_t sets = std::max<int64_t>(1, way / std::gcd(bytes % way == 0 ? way : bytes % way, way));
-        const int64_t crowd = slides ? tile_lines_per_set(s, an, x, l1.line_bytes, way, a, call[a])
-                                     : (R + sets - 1) / sets * std::max<int64_t>(1, kept ? kept_lines : lines);
+        int64_t crowd = 0;
+        if (slides) {
+          crowd = tile_lines_per_set(s, an, x, l1.line_bytes, way, a, call[a]);
+        } else {
+          // A reread tile stacks its steps' lines, all its calls', in the sets.
+          const int64_t step = kept ? tile_lines_per_set(s, an, x, l1.line_bytes, way, -1, 1, reread.data()) : lines;
+          crowd = (R + sets - 1) / sets * std::max<int64_t>(1, step);
+        }
         crowded = crowd + kept > l1.associativity;
       }
       if (crowded) {
