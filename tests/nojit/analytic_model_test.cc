@@ -1140,7 +1140,6 @@ TEST(AnalyticModel, AnUnfusedConsumerPaysAPassOverTheResult) {
   }
 }
 
-}  // namespace
 TEST(AnalyticModel, APaddedReadInPlaceBringsOnlyTheTensorsRows) {
   // A 3x3 depthwise convolution over 960 channels, 7x7 outputs: padded by
   // one, its input is 9x9 rows with padding, 7x7 without. Register tiles of
@@ -1170,5 +1169,7 @@ TEST(AnalyticModel, APaddedReadInPlaceBringsOnlyTheTensorsRows) {
   EXPECT_NEAR(l1_traffic("7", "1", false) / unpadded, 156.0 / 188.0, 0.02);
   EXPECT_NEAR(l1_traffic("7", "1", true) / unpadded, 1.0, 0.02);
 }
+
+}  // namespace
 
 }  // namespace loom
