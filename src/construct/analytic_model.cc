@@ -5,6 +5,7 @@
 #include <boost/container/small_vector.hpp>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -797,8 +798,9 @@ std::string Estimate::str() const {
   return os.str();
 }
 
-Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, int threads) {
-  if (hw.kind == TargetKind::Gpu) return estimate_gpu(an, s, hw);
+namespace {
+
+Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw, int threads) {
   Estimate est;
   const CpuSpec& cpu = hw.cpu;
   const int n = s.num_axes, reg = s.reg_level();
@@ -1217,6 +1219,23 @@ Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, in
   constexpr double kParallelLaunchSeconds = 5e-6;
   if (outer_trips > 1 && threads > 1) est.seconds += kParallelLaunchSeconds;
   return est;
+}
+
+}  // namespace
+
+Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, int threads) {
+  if (hw.kind == TargetKind::Gpu) return estimate_gpu(an, s, hw);
+  // A producer the state materializes is read from a buffer laid out as
+  // lowering lays it out (schedule_with_state), its rows perhaps padded.
+  std::optional<AnchorInfo> laid_out;
+  for (size_t i = 0; i < an.accesses.size(); ++i) {
+    if (!s.materialized(i)) continue;
+    const int64_t pitch = materialized_row_pitch(an.accesses[i], cpu_caches_of(hw.cpu));
+    if (pitch == 0) continue;
+    if (!laid_out) laid_out = an;
+    laid_out->accesses[i] = with_row_pitch(an.accesses[i], pitch);
+  }
+  return estimate_cpu(laid_out ? *laid_out : an, s, hw, threads);
 }
 
 }  // namespace loom

@@ -7,9 +7,15 @@ namespace loom {
 BufferRef StageReads::buffer_for(const te::Tensor& t) {
   auto it = buffers_.find(t.get());
   if (it != buffers_.end()) return it->second;
-  auto b = std::make_shared<BufferNode>(BufferNode{t.name(), t.dtype(), t.shape()});
+  auto b = std::make_shared<BufferNode>(BufferNode{t.name(), t.dtype(), layout_shape(t.get())});
   buffers_[t.get()] = b;
   return b;
+}
+
+std::vector<Expr> StageReads::layout_shape(const TensorNode* t) const {
+  std::vector<Expr> shape = t->shape;
+  if (auto it = row_pitch_.find(t); it != row_pitch_.end() && !shape.empty()) shape.back() = make_int(it->second);
+  return shape;
 }
 
 void StageReads::read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots) {
@@ -45,7 +51,7 @@ Expr StageReads::rewrite(const Expr& e) {
                                       local.slots, local.buffer->shape.back());
       return make_load(local.buffer, base + flatten_index({rows, r->indices.end()}, rest_shape));
     }
-    return make_load(buffer_for(r->tensor), flatten_index(r->indices, t->shape));
+    return make_load(buffer_for(r->tensor), flatten_index(r->indices, layout_shape(t)));
   });
 }
 
@@ -97,7 +103,10 @@ Stmt lower_stage_by_stage(const Schedule& schedule, StageReads& reads, const Sta
       reads.inline_stage(node, body);
       continue;
     }
-    if (!reads.has_buffer(node)) scratch.push_back(reads.buffer_for(s.tensor));
+    if (!reads.has_buffer(node)) {
+      if (s.row_pitch > 0) reads.set_row_pitch(node, s.row_pitch);
+      scratch.push_back(reads.buffer_for(s.tensor));
+    }
     code.push_back(build.materialized(s, body));
   }
   Stmt body = make_seq(code);

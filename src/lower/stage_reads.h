@@ -26,6 +26,12 @@ class StageReads {
   // slot (row number mod `slots`).
   void read_row_locally(const TensorNode* t, BufferRef row, int row_axes, int slots);
   Expr rewrite(const Expr& e);
+  // Rows of `t`'s buffer (its last dimension) `pitch` elements apart rather
+  // than back to back (scratch_row_pitch in schedule.h); before its buffer
+  // is made. The padding's elements are neither written nor read.
+  void set_row_pitch(const TensorNode* t, int64_t pitch) { row_pitch_[t] = pitch; }
+  // `t`'s shape in memory: its last dimension widened to its row pitch.
+  std::vector<Expr> layout_shape(const TensorNode* t) const;
 
   // The value of the element-wise `consumer` at `coords`, given the value of
   // the `anchor` it reads at the same point (a fused write-back), lowered.
@@ -41,6 +47,7 @@ class StageReads {
   std::unordered_map<const TensorNode*, BufferRef> buffers_;
   std::unordered_map<const TensorNode*, Expr> inlined_;
   std::unordered_map<const TensorNode*, RowLocal> row_local_;
+  std::unordered_map<const TensorNode*, int64_t> row_pitch_;
 };
 
 // Where a row's part of a row-local buffer of `slots` slots starts: slot

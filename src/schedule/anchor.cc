@@ -215,6 +215,23 @@ std::optional<std::pair<Expr, Expr>> identity_unless(const Expr& source, ReduceO
   return std::nullopt;
 }
 
+Access with_row_pitch(const Access& x, int64_t pitch) {
+  Access y = x;
+  if (!x.affine || x.const_shape.size() != x.dim_terms.size() || x.const_shape.empty()) return y;
+  y.const_shape.back() = pitch;
+  std::vector<int64_t> dim_stride(y.const_shape.size(), 1);
+  for (size_t d = dim_stride.size() - 1; d-- > 0;) dim_stride[d] = dim_stride[d + 1] * y.const_shape[d + 1];
+  for (size_t a = 0; a < y.stride.size(); ++a) {
+    if (!y.stride[a]) continue;
+    int64_t stride = 0;
+    for (size_t d = 0; d < x.dim_terms.size(); ++d)
+      for (const Access::Term& t : x.dim_terms[d])
+        if (t.axis == int(a)) stride += t.coeff * dim_stride[d];
+    y.stride[a] = stride;
+  }
+  return y;
+}
+
 AnchorInfo analyze_anchor(const Operator& op) {
   std::vector<te::Tensor> stages = compute_stages(op);
   std::vector<te::Tensor> reductions;

@@ -124,6 +124,11 @@ struct Access {
   }
 };
 
+// The same access to a copy of its tensor whose rows (last dimension) are
+// `pitch` elements apart: its shape's last dimension and its strides as the
+// copy lays them out (unchanged where the strides are not known affine).
+Access with_row_pitch(const Access& x, int64_t pitch);
+
 // One inequality of a source's padding: `value op 0`, with value an integer
 // expression in the anchor's axes and op an ordering (<, <=, >, >=).
 struct PaddingBound {

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <numeric>
 #include <sstream>
 #include <unordered_set>
 
@@ -28,6 +29,19 @@ bool is_output(const Operator& op, const te::Tensor& t) {
 }
 
 }  // namespace
+
+int64_t scratch_row_pitch(int64_t row_elems, int elem_bytes, const CpuCaches& caches) {
+  const int64_t row_bytes = row_elems * elem_bytes, line = caches.line_bytes, sets = caches.l1_sets;
+  if (line <= 0 || row_bytes % line != 0 || row_bytes == 0 || sets <= 0) return row_elems;
+  const int64_t sets_reached = sets / std::gcd(row_bytes / line, sets);
+  return 2 * sets_reached <= caches.l1_ways && line % elem_bytes == 0 ? row_elems + line / elem_bytes : row_elems;
+}
+
+int64_t materialized_row_pitch(const Access& x, const CpuCaches& caches) {
+  if (x.const_shape.empty()) return 0;
+  const int64_t row = x.const_shape.back(), pitch = scratch_row_pitch(row, x.tensor.dtype().bytes(), caches);
+  return pitch == row ? 0 : pitch;
+}
 
 int vector_width_for(const Expr& extent, int lanes) {
   auto n = extent.as_const_int();
@@ -81,24 +95,28 @@ int prefetch_passes(const CpuSpec& cpu) {
 
 }  // namespace
 
+CpuCaches cpu_caches_of(const CpuSpec& cpu) {
+  CpuCaches c;
+  if (cpu.caches.empty()) return c;
+  const CacheLevel& l1 = cpu.caches.front();
+  c.line_bytes = int(l1.line_bytes);
+  c.l1_ways = int(std::max<int64_t>(1, l1.associativity));
+  c.l1_sets = int(std::max<int64_t>(1, l1.size_bytes / (l1.line_bytes * c.l1_ways)));
+  c.prefetch_passes = prefetch_passes(cpu);
+  if (cpu.caches.size() > 1) {
+    const CacheLevel& l2 = cpu.caches[1];
+    c.l2_bytes_per_fma = l2.bandwidth_gbs / (cpu.frequency_ghz * std::max(1, cpu.fma_units));
+    c.l2_bytes = int64_t(l2.core_share());
+  }
+  return c;
+}
+
 Schedule default_schedule(const Operator& op, const HwSpec& target) {
   const int lanes = target.kind == TargetKind::Cpu ? target.cpu.fp32_lanes() : 1;
   Schedule sched;
   sched.target = target.kind;
   if (target.kind == TargetKind::Gpu) sched.gpu_banks = target.gpu.shared_memory_banks;
-  if (target.kind == TargetKind::Cpu && !target.cpu.caches.empty()) {
-    const CacheLevel& l1 = target.cpu.caches.front();
-    CpuCaches& c = sched.cpu_caches;
-    c.line_bytes = int(l1.line_bytes);
-    c.l1_ways = int(std::max<int64_t>(1, l1.associativity));
-    c.l1_sets = int(std::max<int64_t>(1, l1.size_bytes / (l1.line_bytes * c.l1_ways)));
-    c.prefetch_passes = prefetch_passes(target.cpu);
-    if (target.cpu.caches.size() > 1) {
-      const CacheLevel& l2 = target.cpu.caches[1];
-      c.l2_bytes_per_fma = l2.bandwidth_gbs / (target.cpu.frequency_ghz * std::max(1, target.cpu.fma_units));
-      c.l2_bytes = int64_t(l2.core_share());
-    }
-  }
+  if (target.kind == TargetKind::Cpu) sched.cpu_caches = cpu_caches_of(target.cpu);
   for (const te::Tensor& t : compute_stages(op)) {
     StageSchedule s;
     s.tensor = t;
@@ -147,8 +165,11 @@ Schedule schedule_with_state(const Task& task, const State& state) {
     }
     if (!by_rows && state->fuse && anchor.consumer.defined() && s.tensor.get() == anchor.consumer.get())
       s.fused = true;
-    for (size_t i = 0; i < anchor.accesses.size(); ++i)
-      if (state->materialized(i) && s.tensor.get() == anchor.accesses[i].tensor.get()) s.inlined = false;
+    for (size_t i = 0; i < anchor.accesses.size(); ++i) {
+      if (!state->materialized(i) || s.tensor.get() != anchor.accesses[i].tensor.get()) continue;
+      s.inlined = false;
+      s.row_pitch = materialized_row_pitch(anchor.accesses[i], sched.cpu_caches);
+    }
   }
   for (int a = 0; by_rows && a < sched.row_axes && a < state->num_axes; ++a) sched.rows_per_task *= state->tile[0][a];
   return sched;

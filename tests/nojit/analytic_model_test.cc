@@ -1170,6 +1170,44 @@ TEST(AnalyticModel, APaddedReadInPlaceBringsOnlyTheTensorsRows) {
   EXPECT_NEAR(l1_traffic("7", "1", true) / unpadded, 1.0, 0.02);
 }
 
+TEST(AnalyticModel, AMaterializedCopyOfRowsManyLinesLongIsReadAsLaidOutALineApart) {
+  // The same convolution over 1024 channels: its pixels, 4 KB apart in
+  // place, all start in one L1 set, and a tile's window (9 rows of 3
+  // pixels) crowds it. A materialized copy lays them out a line further
+  // apart (scratch_row_pitch), which the model reads as lowering lays it
+  // out: per channel, the traffic of a copy of 1040 channels, whose rows
+  // are 65 lines long anyway; in place, several times more.
+  const HwSpec spec = load_hwspec("zen4_server");
+  auto l1_traffic_per_channel = [&](int channels, bool materialized) {
+    const Task task = make_task(
+        make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "7"}, {"W", "7"}, {"C", std::to_string(channels)},
+                                           {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}}),
+        spec, 1);
+    std::vector<std::string> steps = {"vectorize 3 16", "tile_grow 3 3"};
+    steps.insert(steps.end(), 6, "tile_grow 3 1");
+    steps.push_back("reorder 3 2");
+    if (materialized) steps.push_back("materialize 0 1");
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][1] * 100 + s->tile[3][3], 732) << s->str();
+    EXPECT_EQ(s->materialized(0), materialized) << s->str();
+    const Schedule sched = schedule_with_state(task, s);
+    for (const StageSchedule& stage : sched.stages)
+      if (stage.tensor.get() == task.anchor->accesses[0].tensor.get())
+        EXPECT_EQ(stage.row_pitch, materialized && channels == 1024 ? 1040 : 0) << channels;
+    return estimate(*task.anchor, *s, spec, 1).level_s.at(0) / channels;
+  };
+  const double laid_out = l1_traffic_per_channel(1024, true);
+  EXPECT_NEAR(laid_out / l1_traffic_per_channel(1040, true), 1.0, 0.05);
+  EXPECT_GT(l1_traffic_per_channel(1024, false) / laid_out, 3.0);
+  // Laid out at its own row length, an access keeps its strides.
+  const Task task = make_task(make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "7"}, {"W", "7"}, {"C", "1024"},
+                                                                  {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}),
+                              spec, 1);
+  const Access& x = task.anchor->accesses[0];
+  EXPECT_EQ(with_row_pitch(x, 1024).stride, x.stride);
+  EXPECT_EQ(*with_row_pitch(x, 1040).stride[1], *x.stride[1] / 1024 * 1040);
+}
+
 }  // namespace
 
 }  // namespace loom

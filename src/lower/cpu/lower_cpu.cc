@@ -14,6 +14,15 @@ namespace loom {
 
 namespace {
 
+// The select of an element-wise stage's `body` whose condition does not
+// depend on the innermost of its `rank` axes, where that axis has a loop of
+// its own (the `fused` leading axes do not); null otherwise.
+const SelectNode* guard_of_rows(const Expr& body, int rank, int fused, const std::vector<Var>& axes) {
+  const auto* sel = body.get()->as<SelectNode>();
+  if (!sel || rank == 0 || rank - 1 < fused || uses_var(sel->cond, axes[size_t(rank - 1)].get())) return nullptr;
+  return sel;
+}
+
 class Lowerer {
  public:
   Lowerer(const Operator& op, const Schedule& schedule) : op_(op), schedule_(schedule) {}
@@ -67,8 +76,14 @@ class Lowerer {
     for (int d = 0; d < rank; ++d) at_axes[node->axes[d].get()] = axis_values[d];
 
     BufferRef out = buffer_for(s.tensor);
-    Expr index = flatten_index(axis_values, node->shape);
+    Expr index = flatten_index(axis_values, reads_.layout_shape(node));
+    auto loop = [&](int d, Stmt body_stmt) {
+      const bool vec = d == s.vector_axis;
+      return make_for(node->axes[d], node->shape[d], vec ? ForKind::Vectorized : ForKind::Serial,
+                      std::move(body_stmt), vec ? s.vector_width : 1);
+    };
     Stmt inner;
+    int innermost_open = rank - 1;  // the loops from here outward remain to be made
     if (auto* red = body.get()->as<ReduceNode>()) {
       Expr source = substitute(red->source, at_axes);
       Expr acc = make_load(out, index);
@@ -76,15 +91,20 @@ class Lowerer {
       for (auto it = red->axes.rbegin(); it != red->axes.rend(); ++it)
         update = make_for(it->var, it->extent, ForKind::Serial, update);
       inner = make_seq({make_store(out, index, reduce_identity(red->op, red->dtype)), update});
+    } else if (const SelectNode* row_guard = guard_of_rows(body, rank, fused, node->axes)) {
+      // A guard the innermost axis does not move (a padded image's pixel) is
+      // tested once per row, each side a plain loop over the row (tested per
+      // element, each load's index clamped in range, a 1024-channel image's
+      // copy ran 10 instructions per vector).
+      const Expr cond = substitute(row_guard->cond, at_axes);
+      inner = make_if(cond, loop(rank - 1, make_store(out, index, substitute(row_guard->then_value, at_axes))),
+                      loop(rank - 1, make_store(out, index, substitute(row_guard->else_value, at_axes))));
+      --innermost_open;
     } else {
       inner = make_store(out, index, substitute(body, at_axes));
     }
 
-    for (int d = rank - 1; d >= fused; --d) {
-      bool vec = d == s.vector_axis;
-      inner = make_for(node->axes[d], node->shape[d], vec ? ForKind::Vectorized : ForKind::Serial, inner,
-                       vec ? s.vector_width : 1);
-    }
+    for (int d = innermost_open; d >= fused; --d) inner = loop(d, std::move(inner));
     if (fused > 0) {
       std::vector<Expr> outer(node->shape.begin(), node->shape.begin() + fused);
       inner = make_for(fused_var, product(outer), ForKind::Parallel, inner);
