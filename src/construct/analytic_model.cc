@@ -1221,21 +1221,46 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
   return est;
 }
 
+// The anchor analysis with the producers state `s` materializes read from
+// buffers laid out as lowering lays them out (schedule_with_state), their
+// rows perhaps padded; `an` itself where none is. The copy is kept for the
+// next state of the same anchor (per thread): a traversal weighs thousands,
+// and copying the analysis for each took a third of construction's time.
+const AnchorInfo& laid_out(const AnchorInfo& an, const StateData& s, const CpuSpec& cpu) {
+  Small<int64_t> pitches(an.accesses.size(), 0);
+  std::optional<CpuCaches> caches;
+  bool padded = false;
+  for (size_t i = 0; i < an.accesses.size(); ++i) {
+    if (!s.materialized(i)) continue;
+    if (!caches) caches = cpu_caches_of(cpu);
+    pitches[i] = materialized_row_pitch(an.accesses[i], *caches);
+    padded |= pitches[i] != 0;
+  }
+  if (!padded) return an;
+  // The copy holds the stage's tensor, so another analysis of the same
+  // stage at this address is of the same operator (and planned alike).
+  struct Memo {
+    const AnchorInfo* source = nullptr;
+    Small<int64_t> pitches;
+    std::optional<AnchorInfo> copy;
+  };
+  thread_local Memo memo;
+  if (memo.source != &an || memo.pitches != pitches || memo.copy->stage.get() != an.stage.get() ||
+      memo.copy->planned != an.planned) {
+    memo.source = &an;
+    memo.pitches = pitches;
+    memo.copy = an;
+    for (size_t i = 0; i < an.accesses.size(); ++i)
+      if (pitches[i] != 0) memo.copy->accesses[i] = with_row_pitch(an.accesses[i], pitches[i]);
+  }
+  return *memo.copy;
+}
+
 }  // namespace
 
 Estimate estimate(const AnchorInfo& an, const StateData& s, const HwSpec& hw, int threads) {
   if (hw.kind == TargetKind::Gpu) return estimate_gpu(an, s, hw);
-  // A producer the state materializes is read from a buffer laid out as
-  // lowering lays it out (schedule_with_state), its rows perhaps padded.
-  std::optional<AnchorInfo> laid_out;
-  for (size_t i = 0; i < an.accesses.size(); ++i) {
-    if (!s.materialized(i)) continue;
-    const int64_t pitch = materialized_row_pitch(an.accesses[i], cpu_caches_of(hw.cpu));
-    if (pitch == 0) continue;
-    if (!laid_out) laid_out = an;
-    laid_out->accesses[i] = with_row_pitch(an.accesses[i], pitch);
-  }
-  return estimate_cpu(laid_out ? *laid_out : an, s, hw, threads);
+  return estimate_cpu(laid_out(an, s, hw.cpu), s, hw, threads);
 }
 
 }  // namespace loom
