@@ -31,10 +31,10 @@ bool is_output(const Operator& op, const te::Tensor& t) {
 }  // namespace
 
 int64_t scratch_row_pitch(int64_t row_elems, int elem_bytes, const CpuCaches& caches) {
-  const int64_t row_bytes = row_elems * elem_bytes, line = caches.line_bytes, sets = caches.l1_sets;
-  if (line <= 0 || row_bytes % line != 0 || row_bytes == 0 || sets <= 0) return row_elems;
-  const int64_t sets_reached = sets / std::gcd(row_bytes / line, sets);
-  return 2 * sets_reached <= caches.l1_ways && line % elem_bytes == 0 ? row_elems + line / elem_bytes : row_elems;
+  const int64_t row_bytes = row_elems * elem_bytes, line = caches.line_bytes;
+  if (line <= 0 || row_bytes % line != 0 || row_bytes == 0 || caches.l1_sets <= 0 || line % elem_bytes != 0)
+    return row_elems;
+  return 2 * l1_sets_reached(row_bytes / line, caches) <= caches.l1_ways ? row_elems + line / elem_bytes : row_elems;
 }
 
 int64_t materialized_row_pitch(const Access& x, const CpuCaches& caches) {
@@ -94,6 +94,11 @@ int prefetch_passes(const CpuSpec& cpu) {
 }
 
 }  // namespace
+
+int64_t l1_sets_reached(int64_t lines_apart, const CpuCaches& caches) {
+  const int64_t sets = std::max(1, caches.l1_sets);
+  return sets / std::gcd(lines_apart, sets);
+}
 
 CpuCaches cpu_caches_of(const CpuSpec& cpu) {
   CpuCaches c;

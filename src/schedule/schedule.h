@@ -63,6 +63,11 @@ struct Task;
 // The caches of a CPU spec as lowering reads them.
 CpuCaches cpu_caches_of(const CpuSpec& cpu);
 
+// How many of L1's sets blocks `lines_apart` cache lines apart, one after
+// another, start in: fewer than all where the distance shares factors with
+// their count (blocks 4 KB apart start in one set of a 64-set L1).
+int64_t l1_sets_reached(int64_t lines_apart, const CpuCaches& caches);
+
 struct Schedule {
   TargetKind target = TargetKind::Cpu;  // which lowering builds it
   int gpu_banks = 32;                   // GPU: shared-memory banks (padding of staged tiles)

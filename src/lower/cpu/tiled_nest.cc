@@ -492,8 +492,7 @@ class TiledNest {
     int64_t elems = 1;
     for (int64_t d : panel_dims(i)) elems *= d;
     if (elems % line_elems_ != 0) return elems;
-    const int64_t sets = std::max(1, in_.caches.l1_sets);
-    const int64_t sets_reached = sets / std::gcd(elems / line_elems_, sets);
+    const int64_t sets_reached = l1_sets_reached(elems / line_elems_, in_.caches);
     const int64_t panels_per_set = (panel_count(i) + sets_reached - 1) / sets_reached;
     return 2 * panels_per_set > in_.caches.l1_ways ? elems + line_elems_ : elems;
   }
