@@ -61,13 +61,12 @@ double demand_bandwidth(const CpuSpec& c, size_t i, double run, bool crowd) {
 }
 
 // Prefetchers follow a run of consecutive lines once they have seen its
-// first few, and stop at a page boundary; they track a handful of runs at a
-// time. (These are the common behaviour of hardware prefetchers, not one
-// vendor's figures; how much a run that nobody prefetches costs is the
-// spec's measured scattered bandwidth.) Tracking 16 runs rather than 8,
-// 90 benchmark shapes' picks ran 1.012x faster (geomean; 32: the same
-// geomean, with 1024^3 and 80x2304x768 GEMMs picked 1.2x slower).
-constexpr double kPrefetchLeadBytes = 512;
+// first kPrefetchLeadBytes (schedule.h), and stop at a page boundary; they
+// track a handful of runs at a time. (These are the common behaviour of
+// hardware prefetchers, not one vendor's figures; how much a run that nobody
+// prefetches costs is the spec's measured scattered bandwidth.) Tracking 16
+// runs rather than 8, 90 benchmark shapes' picks ran 1.012x faster (geomean;
+// 32: the same geomean, with 1024^3 and 80x2304x768 GEMMs picked 1.2x slower).
 constexpr double kPageBytes = 4096;
 constexpr double kTrackedRuns = 16;
 

@@ -19,9 +19,11 @@ namespace loom {
 // Changes when lowering or code generation changes the code a schedule
 // compiles to (2: micro-kernels prefetch operands read with gaps; 3: and the
 // next pack region's source of an operand larger than L2; 4: register tiles
-// reaching the padding are peeled): cached kernels are keyed on it, so a
-// cache written before is not served after.
-constexpr int kLoweringRevision = 4;
+// reaching the padding are peeled; 5: materialized rows a line further
+// apart, and operands read with gaps hinted on every first pass, into L2
+// further ahead too): cached kernels are keyed on it, so a cache written
+// before is not served after.
+constexpr int kLoweringRevision = 5;
 
 // By the schedule's target kind.
 LoweredFunc lower(const Operator& op, const Schedule& schedule);

@@ -83,18 +83,6 @@ std::string Schedule::str() const {
   return os.str();
 }
 
-namespace {
-
-// CpuCaches::prefetch_passes.
-int prefetch_passes(const CpuSpec& cpu) {
-  if (cpu.caches.size() < 2) return 1;
-  const double l2 = cpu.caches[1].bandwidth_gbs;
-  const double beyond = cpu.caches.size() > 2 ? cpu.caches[2].bandwidth_gbs : cpu.dram_core_bandwidth_gbs;
-  return l2 > 0 && beyond > 0 ? int(std::clamp(1 + l2 / beyond, 1.0, 64.0)) : 2;
-}
-
-}  // namespace
-
 int64_t l1_sets_reached(int64_t lines_apart, const CpuCaches& caches) {
   const int64_t sets = std::max(1, caches.l1_sets);
   return sets / std::gcd(lines_apart, sets);
@@ -107,10 +95,10 @@ CpuCaches cpu_caches_of(const CpuSpec& cpu) {
   c.line_bytes = int(l1.line_bytes);
   c.l1_ways = int(std::max<int64_t>(1, l1.associativity));
   c.l1_sets = int(std::max<int64_t>(1, l1.size_bytes / (l1.line_bytes * c.l1_ways)));
-  c.prefetch_passes = prefetch_passes(cpu);
+  c.vector_fmas_per_ns = cpu.frequency_ghz * std::max(1, cpu.fma_units);
   if (cpu.caches.size() > 1) {
     const CacheLevel& l2 = cpu.caches[1];
-    c.l2_bytes_per_fma = l2.bandwidth_gbs / (cpu.frequency_ghz * std::max(1, cpu.fma_units));
+    c.l2_bytes_per_fma = c.vector_fmas_per_ns > 0 ? l2.bandwidth_gbs / c.vector_fmas_per_ns : 0;
     c.l2_bytes = int64_t(l2.core_share());
   }
   return c;

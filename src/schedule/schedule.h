@@ -34,6 +34,13 @@ struct StageSchedule {
   int accumulators = 1;
 };
 
+// Hardware prefetchers follow a run of consecutive lines once they have
+// seen its first this many bytes, and stop at a page boundary (the common
+// behaviour of stream prefetchers, not one vendor's figure): the cost model
+// charges a run's first bytes as demand misses, and micro-kernels ask L2 far
+// ahead for runs shorter than this, which no prefetcher follows.
+constexpr double kPrefetchLeadBytes = 512;
+
 // What CPU lowering reads of the target's caches: how transposing copies
 // are blocked and how micro-kernels prefetch (default_schedule fills it
 // from the spec).
@@ -41,12 +48,10 @@ struct CpuCaches {
   int line_bytes = 64;  // the L1 cache line
   int l1_sets = 64;     // L1's sets and ways (how far ahead micro-kernels prefetch)
   int l1_ways = 8;
-  // The most passes over an operand's tile for which a micro-kernel
-  // prefetches the first, the one from beyond L2: while that pass is at
-  // least half of the operand's reading time, the others reading it from
-  // L2, i.e. 1 + L2's bandwidth over the next level's (2 where unmeasured,
-  // the halving the cost model assumes).
-  int prefetch_passes = 1;
+  // Vector FMAs one core issues per nanosecond (the clock times the FMA
+  // units); 0 where unmeasured. Sets how many reduction steps ahead
+  // micro-kernels ask L2 for an operand (tiled_nest.h).
+  double vector_fmas_per_ns = 0;
   // The bytes L2 delivers per core in the time of one vector FMA (its
   // bandwidth over the FMA rate); 0 where unmeasured. A micro-kernel reading
   // an operand faster waits on L2 (prefetches on every pass).

@@ -513,14 +513,15 @@ TEST(States, OperandsReadInPlaceWithGapsBetweenRowsArePrefetchedAhead) {
 }
 
 // Which passes over B's tile are hinted, on the bundled Emerald Rapids spec
-// (L2 131 GB/s, L3 28.4: the first pass is hinted up to 1 + 131 / 28.4 =
-// 5 passes; L2 delivers 22 bytes per vector FMA at 2.97 GHz, 2 FMA units).
-// M = 5, N = 83, K = 131; every kernel matches the reference.
+// (L2 delivers 22 bytes per vector FMA at 2.97 GHz, 2 FMA units): the first
+// however many follow, and every one where the micro-kernel reads faster than
+// that. M = 5 (and 19), N = 83, K = 131 (and 601); every kernel matches the
+// reference.
 TEST(States, HintsGoOnTheFirstPassUnlessTheMicroKernelReadsFasterThanL2) {
   HwSpec hw = load_hwspec("emerald_rapids");
   Operator op = make_operator("matmul", {{"M", "5"}, {"N", "83"}, {"K", "131"}});
   Task task = make_task(op, hw, 1);
-  const auto inputs = random_inputs(op, 3);
+  auto inputs = random_inputs(op, 3);
   auto loop_ir = [&](const std::string& steps) {
     const State s = replay(*task.anchor, hw, parse_steps("vectorize 1 16\n" + steps));
     const Kernel k = compile_schedule(op, schedule_with_state(task, s), hw, 1);
@@ -551,6 +552,26 @@ TEST(States, HintsGoOnTheFirstPassUnlessTheMicroKernelReadsFasterThanL2) {
   const size_t rest = ir.find("else:", first);
   ASSERT_NE(rest, std::string::npos) << ir;
   EXPECT_EQ(block(ir, rest).find("prefetch"), std::string::npos) << ir;
+  // Nothing in these asks L2: 64-byte runs, but the loop's 131 steps are
+  // fewer than 4x the reach ahead (below).
+  EXPECT_EQ(ir.find("prefetch to L2"), std::string::npos) << ir;
+
+  // 3 x 48 over 19 rows: 192 bytes against 9 FMAs' 198, seven passes, the
+  // first hinted (unhinted, it waits on every row of B from beyond L2), and
+  // its runs, shorter than prefetchers follow, asked of L2 too: 200 ns
+  // ahead, 132 steps of 9 FMAs at 5.94 a nanosecond.
+  op = make_operator("matmul", {{"M", "19"}, {"N", "83"}, {"K", "601"}});
+  task = make_task(op, hw, 1);
+  inputs = random_inputs(op, 3);
+  ir = loop_ir("tile_grow 3 0\ntile_grow 3 0\ntile_grow 3 1\ntile_grow 3 1\n");
+  const size_t seven = ir.find("for t3_i in [0, 6):");
+  const size_t first_of_seven = ir.find("if (t3_i == 0):");
+  ASSERT_NE(seven, std::string::npos) << ir;
+  ASSERT_NE(first_of_seven, std::string::npos) << ir;
+  const std::string hinted = block(ir, first_of_seven);
+  EXPECT_NE(hinted.find("prefetch B[(((e_k + 8) * 83) + (t3_j * 48))]"), std::string::npos) << ir;
+  EXPECT_NE(hinted.find("prefetch to L2 B[(((e_k + 132) * 83) + (t3_j * 48))]"), std::string::npos) << ir;
+  EXPECT_EQ(block(ir, ir.find("else:", first_of_seven)).find("prefetch"), std::string::npos) << ir;
 }
 
 // Runs a lowered nest's control flow alone (loop indices, conditions, and the

@@ -1,6 +1,7 @@
 #include "lower/cpu/tiled_nest.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
 #include <unordered_map>
@@ -977,11 +978,12 @@ class TiledNest {
   // only crowd L1's sets (matmul 512^3, B read in place by 14x32 tiles, 37
   // passes: 1.27 ms without hints, 1.44-1.57 with them on every pass),
   // unless the micro-kernel reads faster than L2 delivers
-  // (reads_faster_than_l2). The first pass is hinted where it is most of the
-  // operand's reading time (CpuCaches::prefetch_passes): the reduction
-  // loops are then built twice, with hints for the first pass and without
-  // for the rest (a branch around the hints in the loop instead cost more
-  // than they gained).
+  // (reads_faster_than_l2). The first pass, from beyond L2, is hinted
+  // however many passes follow: unhinted, it waits on every row (matmul
+  // 37x1000x4096, 8x48 tiles, 5 passes over B's 512-row panels: 3.9-4.0 ms
+  // unhinted, 3.1-3.2 hinted). The reduction loops are then built twice,
+  // with hints for the first pass and without for the rest (a branch around
+  // the hints in the loop instead cost more than they gained).
   struct Prefetches {
     Stmt hints;       // null: none
     Expr first_pass;  // undefined: every pass is a first one
@@ -1003,8 +1005,8 @@ class TiledNest {
     for (size_t i = 0; i < an_.accesses.size(); ++i) {
       if (next_pack_hints(i, r, e, axis, run, hints, first_passes)) continue;
       const std::optional<int64_t> stride = rows_with_gaps(i, axis, run);
+      if (!stride) continue;
       const int64_t passes = waits_on_l2 ? 1 : passes_over(an_.accesses[i]);
-      if (!stride || passes > in_.caches.prefetch_passes) continue;
       const int64_t rows = prefetch_rows(*stride, run, line_elems_, in_.caches.l1_sets, in_.caches.l1_ways);
       if (*trips < kPrefetchTripsPerRow * rows) continue;
       std::vector<Expr> first_pass;  // the loops over axes the access does not use at their first tile
@@ -1017,12 +1019,20 @@ class TiledNest {
             later_pass |= tile.value_or(0) != 0;
           }
       if (later_pass) continue;
-      VarMap at;
-      for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + (a == axis ? e[a] + rows : e[a]);
-      const Expr read = in_.lower_reads(substitute(an_.accesses[i].read, at));
-      const auto* load = read.get()->as<LoadNode>();
+      // The run `ahead` steps on: into L1 `rows` ahead, into L2 further (l2_rows).
+      auto read_ahead = [&](int64_t ahead) {
+        VarMap at;
+        for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + (a == axis ? e[a] + ahead : e[a]);
+        return in_.lower_reads(substitute(an_.accesses[i].read, at));
+      };
+      const Expr near = read_ahead(rows);
+      const auto* load = near.get()->as<LoadNode>();
       if (!load) continue;
       hint_run(*load, run, 1, hints);
+      const int64_t far = l2_rows(run);
+      const Expr later = far > rows && *trips >= kPrefetchTripsPerRow * far ? read_ahead(far) : Expr();
+      if (const auto* far_load = later.defined() ? later.get()->as<LoadNode>() : nullptr)
+        hint_run(*far_load, run, 2, hints);
       first_passes.insert(first_passes.end(), first_pass.begin(), first_pass.end());
     }
     if (hints.empty()) return {};
@@ -1095,12 +1105,39 @@ class TiledNest {
   // with 2x160 tiles, B's rows 16 KiB apart, 9 passes: 0.76 ms with hints on
   // the first pass only, 0.58 with them on all).
   bool reads_faster_than_l2(int64_t run) const {
+    const double l2_bytes = in_.caches.l2_bytes_per_fma;
+    return l2_bytes > 0 && double(run) * 4 > double(step_fmas(run)) * l2_bytes;
+  }
+
+  // The vector FMAs of one reduction step of the register tile, whose runs
+  // along the vector axis are `run` elements.
+  int64_t step_fmas(int64_t run) const {
     int64_t vector_fmas = (run + s_.vec_width - 1) / s_.vec_width;
     for (int a : element_order_)
       if (a != s_.vec_axis) vector_fmas *= s_.tile[reg_][a];
-    const double l2_bytes = in_.caches.l2_bytes_per_fma;
-    return l2_bytes > 0 && double(run) * 4 > double(vector_fmas) * l2_bytes;
+    return vector_fmas;
   }
+
+  // How many reduction steps ahead the first pass asks L2 for an operand's
+  // lines: the steps the micro-kernel computes in kL2HintLeadNs, which L1's
+  // few rows ahead (prefetch_rows) do not cover when the lines come from
+  // beyond L2 (matmul 37x1000x4096, 8x48 tiles: 3.24 ms with hints into L1
+  // 8 rows ahead alone; 3.15, 3.03, 3.09, 3.00 with hints into L2 alone, 16,
+  // 32, 64, 128 rows ahead; 2.82 with both, L2's 32 rows ahead; 37x771x4096:
+  // 2.22 ms with L1's alone, 2.17 with both). Only for runs shorter than
+  // prefetchers need to follow them
+  // (kPrefetchLeadBytes): a GEMV's 13-line runs are followed, and L2's hints
+  // cost it 5% (matmul 1x771x771). 0: none.
+  int64_t l2_rows(int64_t run) const {
+    if (4.0 * double(run) >= kPrefetchLeadBytes) return 0;
+    const double steps_per_ns = in_.caches.vector_fmas_per_ns / double(std::max<int64_t>(1, step_fmas(run)));
+    return int64_t(std::ceil(kL2HintLeadNs * steps_per_ns));
+  }
+
+  // About twice the latency of a miss to memory on current servers: the
+  // lines asked for arrive before the steps that read them even when the
+  // memory system is queued up.
+  static constexpr double kL2HintLeadNs = 200;
 
   // The reduction runs at least this many steps per row the hints reach
   // ahead: at most a fraction of them ask for lines past its end (a window's

@@ -38,7 +38,9 @@
 // prefetched a few steps ahead: hardware prefetchers follow sequential runs
 // within a page, not short runs kilobytes apart, and such a kernel waited on
 // every row (matmul 7x771x771's 7x48 tiles, B in L3: 0.097 ms without hints,
-// 0.062 with them 8 rows ahead, on an AVX-512 Xeon).
+// 0.062 with them 8 rows ahead, on an AVX-512 Xeon). Runs too short for any
+// prefetcher to follow are also asked of L2 far enough ahead to cover a
+// miss to memory (TiledNest::l2_rows).
 // A packed operand that does not stay in L2 between calls is copied from
 // farther out, in the same short runs far apart, and each pack waited on
 // its lines: the first pass of the micro-kernels over one pack region asks
