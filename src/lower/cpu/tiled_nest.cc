@@ -1029,10 +1029,10 @@ class TiledNest {
       const auto* load = near.get()->as<LoadNode>();
       if (!load) continue;
       hint_run(*load, run, 1, hints);
-      const int64_t far = l2_rows(run);
-      const Expr later = far > rows && *trips >= kPrefetchTripsPerRow * far ? read_ahead(far) : Expr();
-      if (const auto* far_load = later.defined() ? later.get()->as<LoadNode>() : nullptr)
-        hint_run(*far_load, run, 2, hints);
+      if (const int64_t far = l2_rows(run); far > rows && *trips >= kPrefetchTripsPerRow * far) {
+        const Expr later = read_ahead(far);
+        if (const auto* far_load = later.get()->as<LoadNode>()) hint_run(*far_load, run, 2, hints);
+      }
       first_passes.insert(first_passes.end(), first_pass.begin(), first_pass.end());
     }
     if (hints.empty()) return {};
@@ -1125,9 +1125,8 @@ class TiledNest {
   // 8 rows ahead alone; 3.15, 3.03, 3.09, 3.00 with hints into L2 alone, 16,
   // 32, 64, 128 rows ahead; 2.82 with both, L2's 32 rows ahead; 37x771x4096:
   // 2.22 ms with L1's alone, 2.17 with both). Only for runs shorter than
-  // prefetchers need to follow them
-  // (kPrefetchLeadBytes): a GEMV's 13-line runs are followed, and L2's hints
-  // cost it 5% (matmul 1x771x771). 0: none.
+  // prefetchers need to follow them (kPrefetchLeadBytes): a GEMV's 13-line
+  // runs are followed, and L2's hints cost it 5% (matmul 1x771x771). 0: none.
   int64_t l2_rows(int64_t run) const {
     if (4.0 * double(run) >= kPrefetchLeadBytes) return 0;
     const double steps_per_ns = in_.caches.vector_fmas_per_ns / double(std::max<int64_t>(1, step_fmas(run)));
