@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "ir/analysis.h"
+#include "schedule/prefetch_hints.h"
 
 namespace loom {
 
@@ -1001,14 +1002,14 @@ class TiledNest {
       if (*it != axis) e[*it] = make_int(0);
     std::vector<Stmt> hints;
     std::vector<Expr> first_passes;
-    const bool waits_on_l2 = reads_faster_than_l2(run);
     for (size_t i = 0; i < an_.accesses.size(); ++i) {
       if (next_pack_hints(i, r, e, axis, run, hints, first_passes)) continue;
-      const std::optional<int64_t> stride = rows_with_gaps(i, axis, run);
+      if (packed_[i].buffer) continue;
+      const std::optional<int64_t> stride = gapped_row_stride(s_, an_, an_.accesses[i], axis, run, line_elems_);
       if (!stride) continue;
-      const int64_t passes = waits_on_l2 ? 1 : passes_over(an_.accesses[i]);
-      const int64_t rows = prefetch_rows(*stride, run, line_elems_, in_.caches.l1_sets, in_.caches.l1_ways);
-      if (*trips < kPrefetchTripsPerRow * rows) continue;
+      const HintReach reach = hint_reach(*stride, run, step_vector_fmas(s_, run), *trips, in_.caches);
+      if (!reach.l1_rows) continue;
+      const int64_t passes = reach.every_pass ? 1 : passes_over(an_.accesses[i]);
       std::vector<Expr> first_pass;  // the loops over axes the access does not use at their first tile
       bool later_pass = false;        // a peeled tile past the first
       for (int a = 0; a < an_.num_axes() && passes > 1; ++a)
@@ -1019,18 +1020,18 @@ class TiledNest {
             later_pass |= tile.value_or(0) != 0;
           }
       if (later_pass) continue;
-      // The run `ahead` steps on: into L1 `rows` ahead, into L2 further (l2_rows).
+      // The run `ahead` steps on: into L1 a few rows ahead, into L2 further.
       auto read_ahead = [&](int64_t ahead) {
         VarMap at;
         for (int a = 0; a < an_.num_axes(); ++a) at[an_.axes[a].get()] = r[a].base + (a == axis ? e[a] + ahead : e[a]);
         return in_.lower_reads(substitute(an_.accesses[i].read, at));
       };
-      const Expr near = read_ahead(rows);
+      const Expr near = read_ahead(reach.l1_rows);
       const auto* load = near.get()->as<LoadNode>();
       if (!load) continue;
       hint_run(*load, run, 1, hints);
-      if (const int64_t far = l2_rows(run); far > rows && *trips >= kPrefetchTripsPerRow * far) {
-        const Expr later = read_ahead(far);
+      if (reach.l2_rows) {
+        const Expr later = read_ahead(reach.l2_rows);
         if (const auto* far_load = later.get()->as<LoadNode>()) hint_run(*far_load, run, 2, hints);
       }
       first_passes.insert(first_passes.end(), first_pass.begin(), first_pass.end());
@@ -1099,68 +1100,6 @@ class TiledNest {
     return true;
   }
 
-  // Whether a step's run of `run` f32 elements is more than L2 delivers in
-  // the time of the step's vector FMAs: such a micro-kernel waits on L2 on
-  // every pass over the operand, and is hinted on every one (17x4099x331
-  // with 2x160 tiles, B's rows 16 KiB apart, 9 passes: 0.76 ms with hints on
-  // the first pass only, 0.58 with them on all).
-  bool reads_faster_than_l2(int64_t run) const {
-    const double l2_bytes = in_.caches.l2_bytes_per_fma;
-    return l2_bytes > 0 && double(run) * 4 > double(step_fmas(run)) * l2_bytes;
-  }
-
-  // The vector FMAs of one reduction step of the register tile, whose runs
-  // along the vector axis are `run` elements.
-  int64_t step_fmas(int64_t run) const {
-    int64_t vector_fmas = (run + s_.vec_width - 1) / s_.vec_width;
-    for (int a : element_order_)
-      if (a != s_.vec_axis) vector_fmas *= s_.tile[reg_][a];
-    return vector_fmas;
-  }
-
-  // How many reduction steps ahead the first pass asks L2 for an operand's
-  // lines: the steps the micro-kernel computes in kL2HintLeadNs, which L1's
-  // few rows ahead (prefetch_rows) do not cover when the lines come from
-  // beyond L2 (matmul 37x1000x4096, 8x48 tiles: 3.24 ms with hints into L1
-  // 8 rows ahead alone; 3.15, 3.03, 3.09, 3.00 with hints into L2 alone, 16,
-  // 32, 64, 128 rows ahead; 2.82 with both, L2's 32 rows ahead; 37x771x4096:
-  // 2.22 ms with L1's alone, 2.17 with both). Only for runs shorter than
-  // prefetchers need to follow them (kPrefetchLeadBytes): a GEMV's 13-line
-  // runs are followed, and L2's hints cost it 5% (matmul 1x771x771). 0: none.
-  int64_t l2_rows(int64_t run) const {
-    if (4.0 * double(run) >= kPrefetchLeadBytes) return 0;
-    const double steps_per_ns = in_.caches.vector_fmas_per_ns / double(std::max<int64_t>(1, step_fmas(run)));
-    return int64_t(std::ceil(kL2HintLeadNs * steps_per_ns));
-  }
-
-  // About twice the latency of a miss to memory on current servers: the
-  // lines asked for arrive before the steps that read them even when the
-  // memory system is queued up.
-  static constexpr double kL2HintLeadNs = 200;
-
-  // The reduction runs at least this many steps per row the hints reach
-  // ahead: at most a fraction of them ask for lines past its end (a window's
-  // 3 taps are no stream).
-  static constexpr int64_t kPrefetchTripsPerRow = 4;
-
-  // Access i's stride along reduction axis `axis` where the micro-kernel
-  // reads it in place in runs of `run` elements along the vector axis with
-  // gaps between them (the stride at least a line and longer than the run),
-  // through plain loads, and only the vector axis of the register tile
-  // moves it.
-  std::optional<int64_t> rows_with_gaps(size_t i, int axis, int64_t run) const {
-    const Access& x = an_.accesses[i];
-    const int v = s_.vec_axis;
-    if (packed_[i].buffer || x.guarded || !x.uses_axis[size_t(v)] || x.stride[size_t(v)] != 1 ||
-        !x.stride[size_t(axis)])
-      return std::nullopt;
-    for (int a : element_order_)
-      if (a != v && x.uses_axis[size_t(a)] && s_.tile[reg_][a] > 1) return std::nullopt;
-    const int64_t stride = std::abs(*x.stride[size_t(axis)]);
-    if (stride < line_elems_ || stride <= run) return std::nullopt;
-    return stride;
-  }
-
   // How many register tiles of one parallel tile read the same tile of
   // access `x`: the product, over the axes it does not use, of their tiles.
   int64_t passes_over(const Access& x) const {
@@ -1219,20 +1158,5 @@ class TiledNest {
 }  // namespace
 
 Stmt lower_tiled_nest(const TiledNestInputs& in) { return TiledNest(in).build(); }
-
-int64_t prefetch_rows(int64_t stride, int64_t run, int64_t line, int64_t l1_sets, int64_t l1_ways) {
-  line = std::max<int64_t>(1, line);
-  const int64_t sets = std::max<int64_t>(1, l1_sets);
-  const int64_t per_row = (run + line - 1) / line + 1;  // a run off a line's boundary takes one more
-  for (int64_t rows = std::max<int64_t>(1, sets / 2 / per_row); rows > 1; --rows) {
-    std::vector<int64_t> in_set(size_t(sets), 0);
-    int64_t crowded = 0;
-    for (int64_t k = 1; k <= rows; ++k)
-      for (int64_t l = k * stride / line; l <= (k * stride + run - 1) / line; ++l)
-        crowded = std::max(crowded, ++in_set[size_t(l % sets)]);
-    if (2 * crowded <= l1_ways) return rows;
-  }
-  return 1;
-}
 
 }  // namespace loom

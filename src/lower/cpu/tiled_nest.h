@@ -72,14 +72,4 @@ struct TiledNestInputs {
 
 Stmt lower_tiled_nest(const TiledNestInputs& in);
 
-// How many reduction steps ahead a micro-kernel prefetches an operand whose
-// rows are `stride` elements apart and of which it reads `run` per step
-// (`line` elements a cache line): as many rows as keep the lines asked for
-// ahead within half of one L1 way in all (they wait in the core's few fill
-// buffers and must not push out the lines in use), and within half of its
-// ways in any one set (rows a multiple of a way's bytes apart all fall in
-// the same sets: 16 rows ahead doubled the time of a 6x64 tile over a B
-// whose rows are 16 KiB apart). At least 1.
-int64_t prefetch_rows(int64_t stride, int64_t run, int64_t line, int64_t l1_sets, int64_t l1_ways);
-
 }  // namespace loom
