@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "loom/buffer.h"
+#include "schedule/prefetch_hints.h"
 #include "schedule/schedule.h"
 
 namespace loom {
@@ -524,6 +525,32 @@ bool read_at_constant_stride(const StateData& s, const AnchorInfo& an, const Unr
   return true;
 }
 
+// The prefetch hints lowering gives the micro-kernel's reads of unpacked
+// access `x` (schedule/prefetch_hints.h): none where it is not read in
+// rows with gaps along the innermost reduction loop.
+HintReach hints_of(const StateData& s, const AnchorInfo& an, const UnrolledReduction& unrolled, const Access& x,
+                   const CpuCaches& caches) {
+  if (unrolled.axis < 0 || s.vec_axis < 0) return {};
+  const int64_t run = std::min(s.tile[s.reg_level()][s.vec_axis], an.plan_extent(s.vec_axis));
+  const std::optional<int64_t> stride = gapped_row_stride(s, an, x, unrolled.axis, run, caches.line_bytes / 4);
+  if (!stride) return {};
+  return hint_reach(*stride, run, step_vector_fmas(s, run), call_trips(s, an, unrolled.axis), caches);
+}
+
+// The share of `bytes`, what a run of the kernel reads of an input into a
+// cache, that hints `h` leave to demand misses: all unless they reach far
+// enough ahead for where the lines come from (L1's few rows cover a miss to
+// another cache, a miss to memory takes L2's); then none where every pass
+// is hinted, else all but the first pass, the input's `once` bytes
+// (measured: matmul 37x4096x1000 reading B in place by 20x16 tiles, two
+// passes over rows 16 KB apart, ran 2.8-3.1 ms, its FMAs' 2.7, where both
+// passes' misses charged as stalls put it at 4.1 and a pick that packed B,
+// 3.8-4.7 ms, first).
+double unhinted_share(const HintReach& h, bool from_memory, double once, double bytes) {
+  if ((from_memory ? h.l2_rows : h.l1_rows) == 0 || bytes <= 0) return 1;
+  return h.every_pass ? 0 : std::max(0.0, 1 - once / bytes);
+}
+
 // The spatial axis of register block `t` along which access `x` slides over
 // the unrolled copies (oh + kh: row i of tap k is row i + 1 of tap k - 1);
 // -1 when it does not.
@@ -865,6 +892,8 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
   // Those misses come a run at a time, the run's first bytes before a
   // prefetcher takes over (`demand_run`).
   Small<double> demand_fraction, demand_run, unfollowed;
+  Small<HintReach> hints;
+  const CpuCaches caches = cpu_caches_of(cpu);
   const UnrolledReduction unrolled = unrolled_reduction(s, an);
   for (size_t i = 0; i <= an.accesses.size(); ++i) {
     const bool packed = i < an.accesses.size() && s.pack[i] >= 0;
@@ -877,9 +906,11 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
     // in 640-byte runs 16 KB apart ran 0.58-0.63 ms, 1.5x the states reading
     // 192-byte runs, which alone were charged; with both charged, 90
     // benchmark shapes' picks ran 1.012x faster (geomean), and 1.024x with
-    // 16 tracked runs).
+    // 16 tracked runs). The passes the micro-kernel's own hints ask ahead
+    // for are not charged (unhinted_share).
     const bool input = !packed && i < an.accesses.size();
     unfollowed.push_back(input && !read_at_constant_stride(s, an, unrolled, x) ? 1.0 : 0.0);
+    hints.push_back(input ? hints_of(s, an, unrolled, x, caches) : HintReach{});
     demand_run.push_back(std::min({run, kPrefetchLeadBytes, kPageBytes}));
   }
   // Per access, the cost of its demand bytes from the level being charged,
@@ -928,7 +959,7 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
   // block's calls into the cache the block fits in (`resident`), or, when
   // nothing fits, of every call streaming its whole data tile.
   const int line_bytes = cpu.caches.empty() ? 64 : cpu.caches.front().line_bytes;
-  auto traffic = [&](Block& b, size_t i, bool resident, Traffic& g) {
+  auto traffic = [&](Block& b, size_t i, bool resident, bool from_memory, Traffic& g) {
     const int64_t* t = b.tile.data();
     const bool output = i == an.accesses.size();
     const Access& x = access_or_output(an, i);
@@ -969,7 +1000,8 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
     g.bytes += bytes;
     g.demand += bytes * demand_fraction[i];
     g.demand_cost += bytes * demand_fraction[i] * demand_weight[i];
-    g.unfollowed_cost += bytes * demand_fraction[i] * demand_weight[i] * unfollowed[i];
+    g.unfollowed_cost += bytes * demand_fraction[i] * demand_weight[i] * unfollowed[i] *
+                         unhinted_share(hints[i], from_memory, 4 * data(full.data()) / line_util, bytes);
   };
   Small<Placement> places;
   for (size_t i = 0; i <= an.accesses.size(); ++i) places.push_back(placement(s, an, i));
@@ -1007,7 +1039,7 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
     for (size_t i = 0; i <= an.accesses.size(); ++i) {
       Block* own = fit;
       while (level > 0 && own && overflows(*own, i)) own = own == blocks.data() ? nullptr : own - 1;
-      traffic(own ? *own : blocks.front(), i, own != nullptr, g);
+      traffic(own ? *own : blocks.front(), i, own != nullptr, level + 1 == cpu.caches.size(), g);
     }
     const double scattered = scattered_bandwidth(cpu, level + 1);
     const double missed = repeated_sweep_missed(c, level, g.bytes, held(blocks.back()));

@@ -338,6 +338,33 @@ TEST(AnalyticModel, FarDemandMissesNoPrefetcherFollowsStallTheCore) {
   EXPECT_GT(b.seconds, b.compute_s + stall) << b.str();
 }
 
+// Micro-kernels ask ahead for the first pass over an operand read in place
+// with gaps between rows, far enough to cover a miss to memory
+// (schedule/prefetch_hints.h): its misses overlap the FMAs, and only the
+// passes after it stall. A 20x16 tile walking all of K reads B's rows, 16
+// KiB apart (no prefetcher follows them), once over M = 20 and twice over
+// M = 40; with the call's reduction cut short, the loop is too short for
+// hints, and even one pass stalls.
+TEST(AnalyticModel, OnlyPassesAfterAHintedFirstOneStall) {
+  auto stall = [](int64_t m, int cuts) {
+    const Task task = make_task(make_operator("matmul", {{"M", std::to_string(m)}, {"N", "4096"}, {"K", "1000"}}),
+                                spec_with_scatter(2), 1);
+    std::vector<std::string> steps = {"vectorize 1 16"};
+    steps.insert(steps.end(), 19, "tile_grow 3 0");
+    steps.insert(steps.end(), size_t(cuts), "tile_shrink 2 2");
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[3][1], 2016) << s->str();
+    EXPECT_EQ(s->tile[2][2], cuts ? 8 : 1000) << s->str();
+    const Estimate e = estimate(*task.anchor, *s, task.target, 1);
+    double stalled = 0;
+    for (int i = 0; i < e.caches; ++i) stalled += e.stall_s[i];
+    return stalled;
+  };
+  EXPECT_EQ(stall(20, 0), 0.0);
+  EXPECT_GT(stall(40, 0), 0.0);
+  EXPECT_GT(stall(20, 11), 0.0);
+}
+
 TEST(AnalyticModel, ConstructionFindsTheStreamingOrder) {
   const Gemv g(spec_with_scatter(4));
   const std::vector<RankedState> top = construct_states(g.task, 1, {});
