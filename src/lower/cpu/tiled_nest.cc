@@ -974,12 +974,13 @@ class TiledNest {
   }
 
   // Hints asking for an operand's lines some steps of the reduction ahead
-  // (see the header). Each pass over the operand's tile but the first (the
+  // (see the header; which operands, and how far, schedule/prefetch_hints.h).
+  // Each pass over the operand's tile but the first (the
   // loops over axes it does not use) reads it again from L2, where the hints
   // only crowd L1's sets (matmul 512^3, B read in place by 14x32 tiles, 37
   // passes: 1.27 ms without hints, 1.44-1.57 with them on every pass),
   // unless the micro-kernel reads faster than L2 delivers
-  // (reads_faster_than_l2). The first pass, from beyond L2, is hinted
+  // (HintReach::every_pass). The first pass, from beyond L2, is hinted
   // however many passes follow: unhinted, it waits on every row (matmul
   // 37x1000x4096, 8x48 tiles, 5 passes over B's 512-row panels: 3.9-4.0 ms
   // unhinted, 3.1-3.2 hinted). The reduction loops are then built twice,
