@@ -42,15 +42,15 @@ struct StageSchedule {
 constexpr double kPrefetchLeadBytes = 512;
 
 // What CPU lowering reads of the target's caches: how transposing copies
-// are blocked and how micro-kernels prefetch (default_schedule fills it
-// from the spec).
+// are blocked and how micro-kernels prefetch, which the cost model counts
+// too (default_schedule fills it from the spec).
 struct CpuCaches {
   int line_bytes = 64;  // the L1 cache line
   int l1_sets = 64;     // L1's sets and ways (how far ahead micro-kernels prefetch)
   int l1_ways = 8;
   // Vector FMAs one core issues per nanosecond (the clock times the FMA
   // units); 0 where unmeasured. Sets how many reduction steps ahead
-  // micro-kernels ask L2 for an operand (tiled_nest.h).
+  // micro-kernels ask L2 for an operand (prefetch_hints.h).
   double vector_fmas_per_ns = 0;
   // The bytes L2 delivers per core in the time of one vector FMA (its
   // bandwidth over the FMA rate); 0 where unmeasured. A micro-kernel reading

@@ -719,6 +719,29 @@ TEST(States, PrefetchesReachAheadWithinHalfAWayAndHalfASetsWays) {
   EXPECT_EQ(prefetch_rows(771, 48, 16, 1, 1), 1);
 }
 
+// Rows 16 KiB apart, a line of each a step: L1's hints reach 4 rows (half
+// of 8 ways) when the loop runs 4 times that; L2's, for runs shorter than
+// prefetchers follow, the steps 200 ns take at 4 vector FMAs a nanosecond,
+// when the loop runs 4 times that too. Every pass is hinted where a step
+// reads more than L2 delivers in its FMAs' time (32 bytes an FMA here).
+TEST(States, HintsReachAsFarAsTheLoopAndTheMissTheyCoverAsk) {
+  CpuCaches caches;
+  caches.vector_fmas_per_ns = 4;
+  caches.l2_bytes_per_fma = 32;
+  const HintReach far = hint_reach(4096, 16, 20, 1000, caches);
+  EXPECT_EQ(far.l1_rows, 4);
+  EXPECT_EQ(far.l2_rows, 40);
+  EXPECT_FALSE(far.every_pass);
+  const HintReach near = hint_reach(4096, 16, 20, 100, caches);
+  EXPECT_EQ(near.l1_rows, 4);
+  EXPECT_EQ(near.l2_rows, 0);
+  EXPECT_EQ(hint_reach(4096, 16, 20, 15, caches).l1_rows, 0);
+  const HintReach streamed = hint_reach(4096, 160, 20, 1000, caches);  // 640-byte runs
+  EXPECT_EQ(streamed.l2_rows, 0);
+  EXPECT_FALSE(streamed.every_pass);
+  EXPECT_TRUE(hint_reach(4096, 160, 10, 1000, caches).every_pass);
+}
+
 // A packed operand the micro-kernel reads in vectors along the reduction
 // (a dense layer's X, vectorized along K) keeps the reduction contiguous in
 // its buffer: each vector is a load. With the register tile's elements

@@ -974,18 +974,18 @@ class TiledNest {
   }
 
   // Hints asking for an operand's lines some steps of the reduction ahead
-  // (see the header; which operands, and how far, schedule/prefetch_hints.h).
-  // Each pass over the operand's tile but the first (the
-  // loops over axes it does not use) reads it again from L2, where the hints
-  // only crowd L1's sets (matmul 512^3, B read in place by 14x32 tiles, 37
-  // passes: 1.27 ms without hints, 1.44-1.57 with them on every pass),
-  // unless the micro-kernel reads faster than L2 delivers
-  // (HintReach::every_pass). The first pass, from beyond L2, is hinted
-  // however many passes follow: unhinted, it waits on every row (matmul
-  // 37x1000x4096, 8x48 tiles, 5 passes over B's 512-row panels: 3.9-4.0 ms
-  // unhinted, 3.1-3.2 hinted). The reduction loops are then built twice,
-  // with hints for the first pass and without for the rest (a branch around
-  // the hints in the loop instead cost more than they gained).
+  // (see the header; which operands, how far: schedule/prefetch_hints.h).
+  // Each pass over the operand's tile but the first (the loops over axes it
+  // does not use) reads it again from L2, where the hints only crowd L1's
+  // sets (matmul 512^3, B read in place by 14x32 tiles, 37 passes: 1.27 ms
+  // without hints, 1.44-1.57 with them on every pass), unless the
+  // micro-kernel reads faster than L2 delivers (HintReach::every_pass).
+  // The first pass, from beyond L2, is hinted however many passes follow:
+  // unhinted, it waits on every row (matmul 37x1000x4096, 8x48 tiles, 5
+  // passes over B's 512-row panels: 3.9-4.0 ms unhinted, 3.1-3.2 hinted).
+  // The reduction loops are then built twice, with hints for the first pass
+  // and without for the rest (a branch around the hints in the loop instead
+  // cost more than they gained).
   struct Prefetches {
     Stmt hints;       // null: none
     Expr first_pass;  // undefined: every pass is a first one
