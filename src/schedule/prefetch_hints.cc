@@ -47,15 +47,19 @@ int64_t l2_rows(int64_t run, int64_t step_fmas, const CpuCaches& caches) {
 
 }  // namespace
 
-std::optional<int64_t> gapped_row_stride(const StateData& s, const AnchorInfo& an, const Access& x, int axis,
-                                         int64_t run, int64_t line_elems) {
+bool reads_vector_runs(const StateData& s, const AnchorInfo& an, const Access& x) {
   const int v = s.vec_axis;
-  if (v < 0 || an.is_reduce_axis(v) || s.vec_width == 1 || x.guarded || !x.uses_axis[size_t(v)] ||
-      x.stride[size_t(v)] != 1 || !x.stride[size_t(axis)])
-    return std::nullopt;
+  if (v < 0 || an.is_reduce_axis(v) || s.vec_width == 1 || !x.uses_axis[size_t(v)] || x.stride[size_t(v)] != 1)
+    return false;
   const int reg = s.reg_level();
   for (int a : s.order[reg])
-    if (a != v && x.uses_axis[size_t(a)] && s.tile[reg][a] > 1) return std::nullopt;
+    if (a != v && x.uses_axis[size_t(a)] && s.tile[reg][a] > 1) return false;
+  return true;
+}
+
+std::optional<int64_t> gapped_row_stride(const StateData& s, const AnchorInfo& an, const Access& x, int axis,
+                                         int64_t run, int64_t line_elems) {
+  if (x.guarded || !x.stride[size_t(axis)] || !reads_vector_runs(s, an, x)) return std::nullopt;
   const int64_t stride = std::abs(*x.stride[size_t(axis)]);
   if (stride < line_elems || stride <= run) return std::nullopt;
   return stride;

@@ -25,12 +25,17 @@ struct HintReach {
   bool every_pass = false;
 };
 
+// Whether state `s`'s micro-kernel reads access `x` in one run along the
+// vector axis a step: the vector axis spatial and the access's contiguous
+// one, no other axis of the register tile moving the access. Hints ask for
+// such runs (of the access in place, or of a packed one's next region).
+bool reads_vector_runs(const StateData& s, const AnchorInfo& an, const Access& x);
+
 // The stride, along reduction axis `axis`, of access `x` where state `s`'s
 // micro-kernel reads it in place in runs of `run` elements along the vector
-// axis with gaps between them: the vector axis spatial and the access's
-// contiguous one, no other axis of the register tile moving the access, the
-// stride at least a line (`line_elems`) and longer than the run. nullopt
-// otherwise. (Whether the access is packed is the caller's to ask.)
+// axis with gaps between them (reads_vector_runs, unguarded, the stride at
+// least a line, `line_elems`, and longer than the run). nullopt otherwise.
+// (Whether the access is packed is the caller's to ask.)
 std::optional<int64_t> gapped_row_stride(const StateData& s, const AnchorInfo& an, const Access& x, int axis,
                                          int64_t run, int64_t line_elems);
 

@@ -1060,13 +1060,10 @@ class TiledNest {
                        std::vector<Stmt>& hints, std::vector<Expr>& first_pass) const {
     const Access& x = an_.accesses[i];
     const PackedAccess& p = packed_[i];
-    const int v = s_.vec_axis;
     const int64_t l2 = in_.caches.l2_bytes;
     if (!p.buffer || halo(int(i)) || p.enclosing.empty() || l2 <= 0 || !x.uses_axis[size_t(axis)] ||
-        !x.uses_axis[size_t(v)] || x.stride[size_t(v)] != 1)
+        !reads_vector_runs(s_, an_, x))
       return false;
-    for (int a : element_order_)
-      if (a != v && x.uses_axis[size_t(a)] && s_.tile[reg_][a] > 1) return false;
     double operand = 4;  // bytes; symbolic sizes count as large
     for (int64_t d : x.const_shape) operand *= double(d);
     const std::optional<int64_t> region = product(p.buffer->shape).as_const_int();
