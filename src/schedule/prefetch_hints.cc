@@ -89,8 +89,9 @@ int64_t prefetch_rows(int64_t stride, int64_t run, int64_t line, int64_t l1_sets
   line = std::max<int64_t>(1, line);
   const int64_t sets = std::max<int64_t>(1, l1_sets);
   const int64_t per_row = (run + line - 1) / line + 1;  // a run off a line's boundary takes one more
+  std::vector<int64_t> in_set(static_cast<size_t>(sets));  // reused: the cost model asks for every state it weighs
   for (int64_t rows = std::max<int64_t>(1, sets / 2 / per_row); rows > 1; --rows) {
-    std::vector<int64_t> in_set(size_t(sets), 0);
+    std::fill(in_set.begin(), in_set.end(), 0);
     int64_t crowded = 0;
     for (int64_t k = 1; k <= rows; ++k)
       for (int64_t l = k * stride / line; l <= (k * stride + run - 1) / line; ++l)
