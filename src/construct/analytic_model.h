@@ -75,8 +75,9 @@
 // slides over them; for a vector access sliding over taps unrolled whole,
 // one vector column's window plus one instead) beyond the register file
 // cost a store and a reload per spilled register per reduction step.
-// Parallelism. Level-0 tiles are dealt to threads; balance is
-// tiles / (ceil(tiles / threads) * threads).
+// Parallelism. Level-0 tiles are dealt to threads in contiguous chunks of
+// equal counts; balance is all tiles' points over threads times the
+// busiest chunk's (a partial last tile along an axis holds fewer).
 // Time = (softmax(compute, traffic per cache) + packing + penalties) / (threads
 // * balance), softmax being the 6-norm: a roofline with imperfect overlap,
 // plus overheads that do not overlap.

@@ -392,6 +392,32 @@ TEST(AnalyticModel, TilesLargerThanAShortAxisClaimNoReuse) {
   for (int i = 0; i < a.caches; ++i) EXPECT_NEAR(b.level_s[i], a.level_s[i], 1e-3 * a.level_s[i] + 1e-12) << i;
 }
 
+// The parallel loop deals level-0 tiles to threads in contiguous chunks of
+// equal counts, and a thread's share of the time is its tiles' points: the
+// last tile along an axis holds only what the others leave. N = 1000 columns
+// in tiles of 512 (512 + 488) split evenly over two threads; in tiles of 480
+// (480 + 480 + 40), one thread has 960 of them; in one tile, one thread has
+// them all.
+TEST(AnalyticModel, ParallelBalanceWeighsEachTilesPoints) {
+  const Task task =
+      make_task(make_operator("matmul", {{"M", "37"}, {"N", "1000"}, {"K", "1000"}}), load_hwspec("zen4_server"), 2);
+  const State columns_of_32 = apply_all(task, {"vectorize 1 16", "tile_grow 3 1"});
+  auto balance = [&](int64_t columns, int threads) {
+    auto data = std::make_shared<StateData>(*columns_of_32);
+    for (int l = 0; l < data->reg_level(); ++l) {
+      data->tile[l][0] = 37;
+      data->tile[l][1] = columns;
+    }
+    EXPECT_EQ(check_legal(*data, *task.anchor, task.target), "") << columns;
+    return estimate(*task.anchor, *data, task.target, threads).balance;
+  };
+  EXPECT_NEAR(balance(512, 2), 1000.0 / (2 * 512), 1e-12);
+  EXPECT_NEAR(balance(480, 2), 1000.0 / (2 * 960), 1e-12);
+  EXPECT_NEAR(balance(1024, 2), 0.5, 1e-12);
+  EXPECT_NEAR(balance(480, 3), 1000.0 / (3 * 480), 1e-12);
+  EXPECT_EQ(balance(480, 1), 1.0);
+}
+
 TEST(AnalyticModel, L1SetConflictsCountTheWholeRegisterTile) {
   // A 1x1 stride-2 convolution in NHWC with 512 channels: window positions
   // 4 KiB apart along a row, rows 224 KiB apart. On a 32 KiB 8-way L1 (4 KiB
