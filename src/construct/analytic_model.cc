@@ -836,6 +836,7 @@ namespace {
 // 40 columns ran 0.63 ms, as on one thread, where counting tiles gave a
 // balance of 1; the pick this finds, tiles of 512 and 488, 0.33 ms).
 double parallel_balance(const StateData& s, const AnchorInfo& an, const TripTable& trip, int threads) {
+  if (threads <= 1) return 1;
   struct Digit {
     int64_t count;      // tiles along the axis
     double tile, last;  // points along it of a whole tile and of the last one
@@ -851,7 +852,6 @@ double parallel_balance(const StateData& s, const AnchorInfo& an, const TripTabl
     digits.push_back({int64_t(k), tile, double(an.plan_extent(a)) - (k - 1) * tile});
     tiles *= k;
   }
-  if (threads <= 1) return 1;
   if (tiles <= 1) return 1.0 / threads;
   if (tiles > 0x1p52) return tiles / (std::ceil(tiles / threads) * threads);
   for (size_t j = digits.size() - 1; j-- > 0;) digits[j].inner = digits[j + 1].inner * digits[j + 1].span();
@@ -869,11 +869,12 @@ double parallel_balance(const StateData& s, const AnchorInfo& an, const TripTabl
     return points;
   };
   const int64_t n = int64_t(tiles), chunks = std::min<int64_t>(n, threads), base = n / chunks, extra = n % chunks;
-  double busiest = 0;
-  for (int64_t c = 0, begin = 0; c < chunks; ++c) {
-    const int64_t end = begin + base + (c < extra ? 1 : 0);
-    busiest = std::max(busiest, before(end) - before(begin));
-    begin = end;
+  double busiest = 0, done = 0;  // the points of the chunks so far
+  for (int64_t c = 0, end = 0; c < chunks; ++c) {
+    end += base + (c < extra ? 1 : 0);
+    const double upto = before(end);
+    busiest = std::max(busiest, upto - done);
+    done = upto;
   }
   return total / (double(threads) * busiest);
 }
