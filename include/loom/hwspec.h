@@ -30,6 +30,13 @@ struct CacheLevel {
   // 2, ... of them (measured on L1). Empty when unknown: each line past the
   // associativity is then refilled from the next level once a step.
   std::vector<double> crowded_set_cycles;
+  // Cycles per line this cache is refilled at from the next level when the
+  // lines of a stream, each read once, fall in 1, 2, 4, ... of its sets (a
+  // micro-kernel's steps reading rows in place a multiple of a way apart:
+  // the refills of one set queue behind each other). The list ends where a
+  // stream that spread runs as fast as one over all sets. Measured on L1;
+  // empty when unknown: no such limit.
+  std::vector<double> set_stream_cycles;
 
   // Bytes of it that are one core's: all of a private cache, its share of a shared one.
   double core_share() const { return double(size_bytes) / double(shared_by_cores > 1 ? shared_by_cores : 1); }

@@ -302,6 +302,67 @@ std::vector<double> crowded_set_cycles(int widest_bits, const std::vector<CacheL
   return extra;
 }
 
+// A buffer of `bytes` on huge pages where the kernel gives them (as the
+// runtime's large tensors are), written once so that its pages exist; null
+// where it cannot be mapped.
+std::unique_ptr<float, Unmap> huge_page_buffer(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t mapped = (bytes + 2 * kHuge - 1) & ~(kHuge - 1);
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return {nullptr, Unmap{mapped}};
+  // The huge-page-aligned part; the mapping is unmapped whole from its start.
+  float* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~uintptr_t(kHuge - 1));
+  madvise(aligned, bytes, MADV_HUGEPAGE);
+  std::fill(aligned, aligned + bytes / sizeof(float), 0.0f);
+  munmap(p, size_t(reinterpret_cast<char*>(aligned) - static_cast<char*>(p)));
+  return {aligned, Unmap{mapped - size_t(reinterpret_cast<char*>(aligned) - static_cast<char*>(p))}};
+}
+
+// One float from each of `rows` rows `stride` floats apart, in turn, `passes`
+// times: each line read once a pass, as a micro-kernel's steps read B's rows
+// in place. Four chains, so that the additions never bind.
+__attribute__((noinline)) float row_stream(const float* p, size_t stride, size_t rows, long passes) {
+  float acc[4] = {};
+  for (long r = 0; r < passes; ++r)
+    for (size_t i = 0; i + 4 <= rows; i += 4)
+      for (size_t j = 0; j < 4; ++j) acc[j] += p[(i + j) * stride];
+  return acc[0] + acc[1] + acc[2] + acc[3];
+}
+
+// Cycles per line of a stream of rows whose lines fall in 1, 2, 4, ... of
+// L1's sets, from L2: rows way / sets bytes apart, 16 times as many as
+// those sets hold (with 4 times, a Zen 4 core read a one-set stream at 6.7
+// cycles a line; from 8 times up, at 10.3 while the lines stayed in L2), on
+// huge pages as the runtime's large tensors are. The list ends before the
+// first count within a quarter of a stream over all sets (rows a way and a
+// line apart, twice L1's lines). Empty where L1's geometry is outside what
+// the probe covers.
+std::vector<double> set_stream_cycles(const std::vector<CacheLevel>& caches, double ghz) {
+  if (caches.size() < 2 || ghz <= 0) return {};
+  const CacheLevel& l1 = caches.front();
+  const int64_t way = l1.size_bytes / std::max<int64_t>(1, l1.associativity), line = l1.line_bytes;
+  const int64_t all_sets = way / line;
+  if (way % line != 0 || (all_sets & (all_sets - 1)) != 0 || l1.associativity > 64 || l1.size_bytes > (1 << 20))
+    return {};
+  const size_t spread_rows = size_t(2 * l1.size_bytes / line);
+  auto buffer = huge_page_buffer(spread_rows * size_t(way + line));
+  if (!buffer) return {};
+  auto cycles_per_line = [&](int64_t stride_bytes, size_t rows) {
+    const size_t stride = size_t(stride_bytes) / sizeof(float);
+    auto run = [&](long passes) { g_sink = row_stream(buffer.get(), stride, rows, passes); };
+    const long passes = calibrate(run, 1.5e-4);
+    return best_seconds(run, passes, 3) * ghz * 1e9 / (double(passes) * double(rows));
+  };
+  const double spread = cycles_per_line(way + line, spread_rows);
+  std::vector<double> cycles;
+  for (int64_t sets = 1; sets < all_sets; sets *= 2) {
+    const double c = cycles_per_line(way / sets, size_t(16 * l1.associativity * sets));
+    if (c <= 1.25 * spread) break;
+    cycles.push_back(std::round(c * 100) / 100);
+  }
+  return cycles;
+}
+
 }  // namespace
 
 bool between_whole_units(double fmas_per_cycle) {
@@ -390,6 +451,7 @@ HostProbe probe_host(int widest_bits, const std::vector<CacheLevel>& caches) {
     }
   }
   probe.l1_crowded_set_cycles = crowded_set_cycles(widest_bits, caches, probe.frequency_ghz);
+  probe.l1_set_stream_cycles = set_stream_cycles(caches, probe.frequency_ghz);
   probe.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return probe;
 }
@@ -413,6 +475,7 @@ void apply_probe(const HostProbe& probe, CpuSpec& cpu) {
       cpu.caches[i].scattered_bandwidth_gbs = std::min(probe.cache_scattered_gbs[i], cpu.caches[i].bandwidth_gbs);
   if (!probe.l1_crowded_set_cycles.empty() && !cpu.caches.empty())
     cpu.caches.front().crowded_set_cycles = probe.l1_crowded_set_cycles;
+  if (!cpu.caches.empty()) cpu.caches.front().set_stream_cycles = probe.l1_set_stream_cycles;
   if (!probe.cache_gbs.empty() && probe.cache_gbs[0] > 0)
     cpu.load_bytes_per_cycle = std::clamp(int(std::lround(probe.cache_gbs[0] / cpu.frequency_ghz / 8)) * 8, 8, 4096);
   if (probe.dram_gbs > 0) {

@@ -1,7 +1,8 @@
 // Microbenchmarks for what cpuid and sysfs cannot tell about the host core:
 // the clock it actually runs at, FMA throughput and latency per vector width
 // (and FMAs fed by broadcasts), read bandwidth from each cache level and
-// from DRAM, and what rows read in place cost when they crowd one L1 set.
+// from DRAM, what rows read in place cost when they crowd one L1 set, and how
+// fast L1 is refilled when the lines of a stream fall in a few of its sets.
 //
 // Cycles are counted against a dependent chain of integer additions, which
 // take one cycle on every out-of-order core, so no vendor table and no
@@ -42,6 +43,10 @@ struct HostProbe {
   // reads in place fall in one L1 set, associativity + 0, 1, 2, ... of
   // them; empty where not measured.
   std::vector<double> l1_crowded_set_cycles;
+  // Cycles per line L1 is refilled at from L2 when a stream's lines fall in
+  // 1, 2, 4, ... of its sets (CacheLevel::set_stream_cycles); empty where
+  // not measured.
+  std::vector<double> l1_set_stream_cycles;
   double elapsed_ms = 0;
 };
 

@@ -208,7 +208,7 @@ std::string describe(const HostProbe& probe) {
 HwSpec measure_host() {
   HwSpec spec = detect_host_structure();
   const std::string key = cpu_model_text() + "vector_bits=" + std::to_string(spec.cpu.vector_bits) +
-                          " loom=" LOOM_VERSION " probe=5\n";
+                          " loom=" LOOM_VERSION " probe=6\n";
   std::string path;
   try {
     path = cache_directory() + "/host-" + fnv1a_hex(key) + ".yaml";
@@ -249,6 +249,8 @@ std::string hwspec_fingerprint(const HwSpec& s) {
     os << l.name << ',' << l.size_bytes << ',' << l.line_bytes << ',' << l.associativity << ',' << l.shared_by_cores
        << ',' << l.bandwidth_gbs << ',' << l.scattered_bandwidth_gbs;
     for (double cycles : l.crowded_set_cycles) os << ',' << cycles;
+    os << '/';
+    for (double cycles : l.set_stream_cycles) os << ',' << cycles;
     os << ';';
   }
   for (const std::string& i : c.isa) os << i << ',';

@@ -202,7 +202,7 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
     const YAML::Node& cn = caches[i];
     r.only_keys(cn, where,
                 {"name", "size", "line_bytes", "associativity", "shared_by_cores", "bandwidth_gbs",
-                 "scattered_bandwidth_gbs", "crowded_set_cycles"});
+                 "scattered_bandwidth_gbs", "crowded_set_cycles", "set_stream_cycles"});
     CacheLevel lvl;
     lvl.name = r.text(cn, where, "name");
     lvl.size_bytes = r.bytes(cn, where, "size", true, 0, 1024, int64_t(1) << 40);
@@ -215,6 +215,7 @@ CpuSpec parse_cpu(const YAML::Node& n, const Reader& r) {
     lvl.scattered_bandwidth_gbs = r.number(cn, where, "scattered_bandwidth_gbs", false, 0.0, 0.0, 1e6);
     r.at_most(where + ".scattered_bandwidth_gbs", lvl.scattered_bandwidth_gbs, "bandwidth_gbs", lvl.bandwidth_gbs);
     lvl.crowded_set_cycles = r.numbers(cn, where, "crowded_set_cycles", 64, 0.0, 1e4);
+    lvl.set_stream_cycles = r.numbers(cn, where, "set_stream_cycles", 16, 0.0, 1e4);
     // Both products stay below 2^52: size <= 2^40, shared_by_cores <= 2^12.
     if (!c.caches.empty() && lvl.size_bytes * lvl.shared_by_cores <=
                                  c.caches.back().size_bytes * c.caches.back().shared_by_cores)
@@ -344,6 +345,8 @@ void emit_cpu(YAML::Emitter& out, const CpuSpec& c) {
       out << YAML::Key << "scattered_bandwidth_gbs" << YAML::Value << l.scattered_bandwidth_gbs;
     if (!l.crowded_set_cycles.empty())
       out << YAML::Key << "crowded_set_cycles" << YAML::Value << YAML::Flow << l.crowded_set_cycles;
+    if (!l.set_stream_cycles.empty())
+      out << YAML::Key << "set_stream_cycles" << YAML::Value << YAML::Flow << l.set_stream_cycles;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

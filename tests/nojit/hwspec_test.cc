@@ -1,4 +1,5 @@
 // Hardware specs: bundled files, host detection, and every kind of bad file.
+#include <cmath>
 #include <optional>
 
 #include "hwspec/host_probe.h"
@@ -82,6 +83,15 @@ TEST(HwSpec, HostIsDetected) {
     ASSERT_EQ(crowded.size(), 4u);
     EXPECT_GE(crowded[0], 0);
     for (size_t i = 1; i < crowded.size(); ++i) EXPECT_GE(crowded[i], crowded[i - 1]);
+  }
+  // A stream of lines in a few L1 sets: each count measured is slower than
+  // a stream over all sets, and fewer sets than all are measured.
+  const CacheLevel& l1 = c.caches[0];
+  const std::vector<double>& stream = l1.set_stream_cycles;
+  EXPECT_LT(double(stream.size()), std::log2(double(l1.size_bytes / l1.associativity / l1.line_bytes)));
+  for (double cycles : stream) {
+    EXPECT_GT(cycles, 0);
+    EXPECT_LT(cycles, 1000);
   }
 #endif
 }
@@ -223,6 +233,26 @@ TEST(HwSpec, CrowdedSetCostsAreReadPrintedAndRanged) {
   for (int i = 0; i < 64; ++i) many += ", 1";
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[0, 0.5, 2.25]", many + "]"), "f.yaml"),
                     "field 'cpu.caches[0].crowded_set_cycles': has 65 entries, at most 64 allowed");
+}
+
+TEST(HwSpec, SetStreamRatesAreReadPrintedAndRanged) {
+  const std::string text = replace(kGoodCpu, "{name: L1d, size: 32KiB, associativity: 8}",
+                                   "{name: L1d, size: 32KiB, associativity: 8, set_stream_cycles: [10.1, 8.2]}");
+  const HwSpec s = parse_hwspec_yaml(text, "t.yaml");
+  EXPECT_EQ(s.cpu.caches[0].set_stream_cycles, (std::vector<double>{10.1, 8.2}));
+  EXPECT_TRUE(s.cpu.caches[1].set_stream_cycles.empty());
+  EXPECT_EQ(printed_and_loaded_back(s).cpu.caches[0].set_stream_cycles, s.cpu.caches[0].set_stream_cycles);
+  HwSpec other = s;
+  other.cpu.caches[0].set_stream_cycles = {10.1};
+  EXPECT_NE(hwspec_fingerprint(other), hwspec_fingerprint(s));
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "8.2", "-3"), "f.yaml"),
+                    "field 'cpu.caches[0].set_stream_cycles[1]': value '-3' is outside the physical range");
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[10.1, 8.2]", "fast"), "f.yaml"),
+                    "field 'cpu.caches[0].set_stream_cycles': expected a list of numbers");
+  std::string many = "[1";
+  for (int i = 0; i < 16; ++i) many += ", 1";
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[10.1, 8.2]", many + "]"), "f.yaml"),
+                    "field 'cpu.caches[0].set_stream_cycles': has 17 entries, at most 16 allowed");
 }
 
 // The text of a bundled spec, to edit.
