@@ -35,6 +35,7 @@ HwSpec with_l1_ways(int ways, double scatter_slowdown = 1) {
   spec.cpu.caches[0].size_bytes = 32 << 10;
   spec.cpu.caches[0].associativity = ways;
   spec.cpu.caches[0].crowded_set_cycles.clear();
+  spec.cpu.caches[0].set_stream_cycles.clear();
   return spec;
 }
 
@@ -688,6 +689,36 @@ TEST(AnalyticModel, LinesRefilledIntoAThrashedSetPayWhatTheHostMeasuredALine) {
   wide_measured.cpu.caches[0].crowded_set_cycles = {0, 1, 2, 8};
   EXPECT_NEAR(estimate(*task.anchor, *s, wide_measured, 1).penalty_s, estimate(*task.anchor, *s, wide, 1).penalty_s,
               1e-12);
+}
+
+TEST(AnalyticModel, ARemainderWaitsOnTheStreamItsFmasCannotHide) {
+  // matmul 37x4096x1000 reading B in place, a vector of 16 columns a step:
+  // B's rows 16 KiB apart put each step's line into one L1 set. On a core
+  // that refills such a stream at 10 cycles a line (8 over two sets), tiles
+  // of 30 rows hide it behind 30 FMAs a step, but after them, a 7-row
+  // remainder reads the same lines again, unhinted, with 7 FMAs a step: it
+  // waits about 3 cycles a step (less what its broadcasts take anyway), 256
+  // column tiles by 1000 steps. Tiles of 20 rows leave 17, which hide it.
+  const HwSpec plain = with_l1_ways(8);
+  HwSpec measured = plain;
+  measured.cpu.caches[0].set_stream_cycles = {10, 8};
+  const double freq_hz = plain.cpu.frequency_ghz * 1e9;
+  auto wait_s = [&](int64_t m, int rows) {
+    const Task task = make_task(make_operator("matmul", {{"M", std::to_string(m)}, {"N", "4096"}, {"K", "1000"}}),
+                                plain, 1);
+    std::vector<std::string> steps = {"vectorize 1 16"};
+    steps.insert(steps.end(), size_t(rows - 1), "tile_grow 3 0");
+    const State s = apply_all(task, steps);
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[3][1], rows * 100 + 16) << s->str();
+    EXPECT_LT(s->pack[1], 0) << "B read in place: " << s->str();
+    return estimate(*task.anchor, *s, measured, 1).penalty_s - estimate(*task.anchor, *s, plain, 1).penalty_s;
+  };
+  const double remainder_steps = 4096.0 / 16 * 1000;
+  EXPECT_GT(wait_s(37, 30), remainder_steps * 1 / freq_hz);
+  EXPECT_LE(wait_s(37, 30), remainder_steps * 3 / freq_hz);
+  EXPECT_EQ(wait_s(37, 20), 0);
+  // One pass over B (M = 7, one 7-row tile): lowering hints it ahead.
+  EXPECT_EQ(wait_s(7, 7), 0);
 }
 
 TEST(AnalyticModel, AWindowSlidingAlongTheTileCountsItsLinesOnce) {
