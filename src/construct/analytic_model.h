@@ -66,7 +66,10 @@
 // set conflicts of strided unpacked reads within a register tile and the
 // horizontal sums of a vectorized reduction are charged per element; an
 // unpacked read whose lines along the micro-kernel's reduction loop crowd
-// more L1 sets than there are ways re-reads every step's lines from L2. An
+// more L1 sets than there are ways re-reads every step's lines from L2, and
+// where the spec measured how slowly such a stream over a few sets refills
+// L1 (set_stream_cycles), each kind of register block waits for what its
+// FMAs do not hide, on the passes that no prefetch hint covers. An
 // element-wise consumer not fused into the write-back runs as a pass of its
 // own, reading the result back and writing its own at the bandwidth of the
 // level both fit in.
