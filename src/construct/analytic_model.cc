@@ -491,6 +491,7 @@ struct BlockRate {
   double accumulators = 1;
   double ilp = 1;     // min(1, accumulators / FMAs in flight)
   double issue = 1;   // the part of the step left to loads: ilp * issue = FMA cycles / step cycles
+  double step_cycles = 1;  // how long a step lasts: its FMAs, its loads or one FMA latency, the longest
   double spilled = 0; // live vectors beyond the register file
   bool gathers = false;
 };
@@ -659,7 +660,8 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   // so ilp * issue = FMA cycles / the longest.
   const double fma_cycles = r.accumulators / cpu.fma_units;
   const double chain = an.is_reduction ? double(cpu.fma_latency) : 0.0;
-  r.issue = std::max(fma_cycles, chain) / std::max({fma_cycles, chain, loads});
+  r.step_cycles = std::max({fma_cycles, chain, loads});
+  r.issue = std::max(fma_cycles, chain) / r.step_cycles;
   return r;
 }
 
@@ -755,8 +757,7 @@ double stream_wait_cycles(const StateData& s, const AnchorInfo& an, const CpuSpe
   double cycles = 0;
   bool hinted = hints.l1_rows > 0;  // the first kind of block visited runs the hinted first pass
   for_each_register_block(s, an, t, [&](const Small<int64_t>& block, double share) {
-    const BlockRate r = block == t ? rate : block_rate(s, an, cpu, block);
-    const double step_cycles = r.accumulators / cpu.fma_units / (r.ilp * r.issue);
+    const double step_cycles = (block == t ? rate : block_rate(s, an, cpu, block)).step_cycles;
     const double touched = x.touched_tile(block.data());
     double block_points = 1;
     for (int64_t size : block) block_points *= double(size);

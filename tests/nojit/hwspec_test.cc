@@ -214,6 +214,13 @@ TEST(HwSpec, ScatteredBandwidthsAreReadAndPrinted) {
   EXPECT_NE(hwspec_fingerprint(other), hwspec_fingerprint(s));
 }
 
+// A YAML flow list of `n` ones: one entry past a list field's bound.
+std::string list_of_ones(int n) {
+  std::string list = "[1";
+  for (int i = 1; i < n; ++i) list += ", 1";
+  return list + "]";
+}
+
 TEST(HwSpec, CrowdedSetCostsAreReadPrintedAndRanged) {
   const std::string text = replace(kGoodCpu, "{name: L1d, size: 32KiB, associativity: 8}",
                                    "{name: L1d, size: 32KiB, associativity: 8, crowded_set_cycles: [0, 0.5, 2.25]}");
@@ -229,9 +236,7 @@ TEST(HwSpec, CrowdedSetCostsAreReadPrintedAndRanged) {
                     "field 'cpu.caches[0].crowded_set_cycles': expected a list of numbers");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[0, 0.5, 2.25]", "[[1]]"), "f.yaml"),
                     "field 'cpu.caches[0].crowded_set_cycles[0]': expected a number");
-  std::string many = "[0";
-  for (int i = 0; i < 64; ++i) many += ", 1";
-  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[0, 0.5, 2.25]", many + "]"), "f.yaml"),
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[0, 0.5, 2.25]", list_of_ones(65)), "f.yaml"),
                     "field 'cpu.caches[0].crowded_set_cycles': has 65 entries, at most 64 allowed");
 }
 
@@ -249,9 +254,7 @@ TEST(HwSpec, SetStreamRatesAreReadPrintedAndRanged) {
                     "field 'cpu.caches[0].set_stream_cycles[1]': value '-3' is outside the physical range");
   EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[10.1, 8.2]", "fast"), "f.yaml"),
                     "field 'cpu.caches[0].set_stream_cycles': expected a list of numbers");
-  std::string many = "[1";
-  for (int i = 0; i < 16; ++i) many += ", 1";
-  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[10.1, 8.2]", many + "]"), "f.yaml"),
+  EXPECT_USER_ERROR(parse_hwspec_yaml(replace(text, "[10.1, 8.2]", list_of_ones(17)), "f.yaml"),
                     "field 'cpu.caches[0].set_stream_cycles': has 17 entries, at most 16 allowed");
 }
 
