@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <vector>
 
 namespace loom::codegen {
 
@@ -35,41 +36,65 @@ llvm::Value* call_copysign(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* m
                       {magnitude, sign});
 }
 
-// exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 in two parts).
-// n is rounded by adding kShifter, whose floats are spaced 1 apart: the sum `shifted` holds n + 127
-// in its low mantissa bits. exp(r) is a degree-5 minimax polynomial: relative error 1.2e-7 with its
-// float coefficients (Remez on |r| <= ln2/2, then the rounded coefficients searched a few ulp round).
-// `n_at_most_127`: an integer min on the sum's bits (off the multiply-add ports) keeps n <= 127; past
-// 88.38 r then grows beyond ln2/2 and the polynomial carries the rest (5e-5 relative up to 88.72,
-// where float overflows).
-struct ExpReduction {
-  llvm::Value* shifted;
-  llvm::Value* n;
-  llvm::Value* p;  // exp(r)
-};
+// round(x * scale) + bias as the bits of a float: adding kShifter, whose neighbouring floats are 1 apart,
+// leaves bias + n in the sum's low mantissa bits. An integer min (off the multiply-add ports) keeps n <= most,
+// so that 2^n built from those bits stays finite; NaN's bits pass through or are capped alike.
+constexpr double kShifter = 12582912.0;  // 1.5 * 2^23
 
-ExpReduction reduce_exp(llvm::IRBuilder<>& b, llvm::Value* x, bool n_at_most_127) {
-  constexpr double kShifter = 12582912.0 + 127.0;  // 1.5 * 2^23, plus the exponent bias
-  llvm::Value* shifted = b.CreateFAdd(b.CreateFMul(x, constant(x, 1.4426950408889634)), constant(x, kShifter));
-  if (n_at_most_127) {
-    llvm::Type* it = int_type_like(b, x);
-    const float most = float(kShifter + 127);
-    llvm::Value* bits = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateBitCast(shifted, it),
-                                                llvm::ConstantInt::get(it, std::bit_cast<int32_t>(most)));
-    shifted = b.CreateBitCast(bits, x->getType());
-  }
-  llvm::Value* n = b.CreateFSub(shifted, constant(x, kShifter));
-  llvm::Value* r = b.CreateFSub(x, b.CreateFMul(n, constant(x, 0.693145751953125)));
-  r = b.CreateFSub(r, b.CreateFMul(n, constant(x, 1.428606765330187e-06)));
-  return {shifted, n, polynomial(b, r, {1.0000001192092896, 0.9999997615814209, 0.499988853931427,
-                                        0.16667579114437103, 0.041915372014045715, 0.008297652006149292})};
+llvm::Value* rounded_bits(llvm::IRBuilder<>& b, llvm::Value* x, double scale, int bias, int most) {
+  llvm::Type* it = int_type_like(b, x);
+  llvm::Value* shifted = b.CreateFAdd(b.CreateFMul(x, constant(x, scale)), constant(x, kShifter + bias));
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateBitCast(shifted, it),
+                                 llvm::ConstantInt::get(it, std::bit_cast<int32_t>(float(kShifter + bias + most))));
+}
+
+// r = x - n * step, step in two parts (`high` with 12 significant bits, so n * high is exact).
+llvm::Value* reduced(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* n, double high, double low) {
+  llvm::Value* r = b.CreateFSub(x, b.CreateFMul(n, constant(x, high)));
+  return b.CreateFSub(r, b.CreateFMul(n, constant(x, low)));
+}
+
+// exp(x) = 2^n * exp(r), n = round(x / ln 2) in [-126, 127], r = x - n ln 2 in [-ln2/2, ln2/2]: 2^n is the
+// rounded sum's low bits (n + 127) moved into the exponent field. exp(r) is a degree-5 minimax polynomial:
+// relative error 1.2e-7 with its float coefficients (Remez on |r| <= ln2/2, then the rounded coefficients
+// searched a few ulp round). Past 88.38, n stays 127, r grows beyond ln2/2 and the polynomial carries the
+// rest (5e-5 relative up to 88.72, where float overflows); larger inputs overflow to +inf in p * 2^n.
+llvm::Value* exp_by_octaves(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Value* bits = rounded_bits(b, x, 1.4426950408889634, 127, 127);
+  llvm::Value* n = b.CreateFSub(b.CreateBitCast(bits, x->getType()), constant(x, kShifter + 127));
+  llvm::Value* r = reduced(b, x, n, 0.693145751953125, 1.428606765330187e-06);
+  llvm::Value* p = polynomial(b, r, {1.0000001192092896, 0.9999997615814209, 0.499988853931427,
+                                     0.16667579114437103, 0.041915372014045715, 0.008297652006149292});
+  return b.CreateFMul(p, b.CreateBitCast(b.CreateShl(bits, 23), x->getType()));
+}
+
+// exp(x) = 2^k * 2^(j/16) * exp(r): n = round(16 x / ln 2) = 16 k + j, r = x - n ln2/16 in [-ln2/32, ln2/32].
+// The 16 values 2^(j/16) sit in one 16-lane register, picked per lane by vpermps; 2^k is added to their
+// exponent field as an integer. exp(r) - 1 is r + r^2/2 + r^3/6 (9e-9 relative on that range), so a lane takes
+// 7 multiply-adds against exp_by_octaves' 9; the table and the integer operations issue on other ports. The
+// rounded sum's bits shifted left by 19 are k in the exponent field plus j << 19, which each table entry has
+// subtracted in advance; vpermps reads only their low 4 bits, j. With k <= 127, past 88.69 r grows up to 0.04,
+// and the cubic is then within 1.1e-7; larger inputs overflow to +inf in the last multiply-add; NaN stays.
+llvm::Value* exp_by_sixteenths(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x) {
+  llvm::Value* bits = rounded_bits(b, x, 23.083120654223414, 0, 16 * 128 - 1);
+  llvm::Value* n = b.CreateFSub(b.CreateBitCast(bits, x->getType()), constant(x, kShifter));
+  llvm::Value* r = reduced(b, x, n, 0.0433197021484375, 1.9966364561696537e-06);
+  std::vector<float> entries;
+  for (int32_t j = 0; j < 16; ++j)
+    entries.push_back(std::bit_cast<float>(std::bit_cast<int32_t>(float(std::exp2(j / 16.0))) - (j << 19)));
+  llvm::Value* entry = b.CreateCall(llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::x86_avx512_permvar_sf_512),
+                                    {llvm::ConstantDataVector::get(b.getContext(), entries), bits});
+  llvm::Value* scale = b.CreateBitCast(b.CreateAdd(b.CreateBitCast(entry, bits->getType()), b.CreateShl(bits, 19)),
+                                       x->getType());
+  llvm::Value* q = b.CreateFMul(r, polynomial(b, r, {1.0, 0.5, 1.0 / 6}));
+  return b.CreateFAdd(b.CreateFMul(scale, q), scale);
 }
 
 }  // namespace
 
 llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512) {
-  // Contraction only: reassociated, (s - kShifter) below would fold back to x / ln 2 unrounded, and
-  // the two parts of ln 2 into one.
+  // Contraction only: reassociated, (s - kShifter) would fold back to x / ln 2 unrounded, and the two
+  // parts of ln 2 into one.
   llvm::IRBuilderBase::FastMathFlagGuard keep_caller_flags(b);
   llvm::FastMathFlags contract_only;
   contract_only.setAllowContract(true);
@@ -81,22 +106,9 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, boo
   constexpr double kLnMinNormal = -87.33654475055310898657;
   llvm::Value* below = b.CreateFCmpOLT(x, constant(x, kLnMinNormal));
   llvm::Value* v = b.CreateSelect(below, constant(x, kLnMinNormal), x);
-  llvm::Value* y;
   auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
-  if (avx512 && vector && vector->getNumElements() == 16 && vector->getElementType()->isFloatTy()) {
-    // p * 2^n by vscalefps, which rounds to +inf itself; the clamp only keeps n finite for infinite inputs.
-    v = b.CreateSelect(b.CreateFCmpOGT(v, constant(x, 150.0)), constant(x, 150.0), v);
-    const ExpReduction e = reduce_exp(b, v, false);
-    y = b.CreateCall(llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::x86_avx512_mask_scalef_ps_512),
-                     {e.p, e.n, llvm::UndefValue::get(x->getType()), b.getInt16(0xffff), b.getInt32(4)});
-  } else {
-    // 2^n is the shifted sum's low bits moved into the exponent field, n in [-126, 127]. Large inputs
-    // overflow in p * 2^n (+inf; NaN stays).
-    const ExpReduction e = reduce_exp(b, v, true);
-    llvm::Value* scale =
-        b.CreateBitCast(b.CreateShl(b.CreateBitCast(e.shifted, int_type_like(b, x)), 23), x->getType());
-    y = b.CreateFMul(e.p, scale);
-  }
+  const bool sixteen_lanes = vector && vector->getNumElements() == 16 && vector->getElementType()->isFloatTy();
+  llvm::Value* y = avx512 && sixteen_lanes ? exp_by_sixteenths(b, m, v) : exp_by_octaves(b, v);
   return b.CreateSelect(below, llvm::Constant::getNullValue(x->getType()), y);
 }
 
