@@ -1,7 +1,7 @@
 // loom's construction strategies beside oneDNN (and OpenBLAS for GEMM).
 //
 //   loom_bench [--suite=gmm,skinny,odd,c2d,incep,dep,mbv2,nrm,row,resnet,bert,fused|all] [--threads=1,all]
-//              [--csv=FILE] [--json=FILE] [--budget-ms=N]
+//              [--csv=FILE] [--json=FILE] [--budget-ms=N] [--hwspec=NAME|FILE]
 //
 // For each thread configuration (1 = pinned to CPU 0; all = every core) and
 // each workload it compiles the operator with construct top-1, construct
@@ -18,6 +18,10 @@
 // of the level they fit in, whichever is larger. Construction time ("cons")
 // is the median of three: the compile's own and two more runs of the
 // strategy (on a shared core, a single run read up to 1.8x the median).
+// --hwspec builds loom's kernels for another spec of this machine (host256:
+// restricted to AVX2, bench_specs.h) and takes the roof from it; oneDNN is
+// kept to AVX2 alike where the spec has no AVX-512 (OpenBLAS is not: set
+// OPENBLAS_CORETYPE=Haswell for that).
 // A workload that fails to compile is reported on its own line (FAILED, and
 // "error" in the JSON) and the rest still run; the exit status is 1 when any
 // workload failed or gave a wrong result.
@@ -38,6 +42,7 @@
 #include "driver/target.h"
 #include "loom/loom.h"
 #include "schedule/task.h"
+#include "bench_specs.h"
 #include "bench_util.h"
 #include "onednn_baselines.h"
 
@@ -245,11 +250,13 @@ double median_construct_ms(const loom::Operator& op, const loom::CompileOptions&
   return bench::median(ms);
 }
 
-LoomRun compile_parts(const std::vector<Part>& parts, const std::string& strategy, int top_k, int threads) {
+LoomRun compile_parts(const std::vector<Part>& parts, const loom::HwSpec& target, const std::string& strategy,
+                      int top_k, int threads) {
   LoomRun r;
   for (size_t i = 0; i < parts.size(); ++i) {
     loom::Operator op = loom::make_operator(parts[i].op, parts[i].params);
     loom::CompileOptions o;
+    o.target = target;
     o.strategy = strategy;
     o.top_k = top_k;
     o.threads = threads;
@@ -280,6 +287,7 @@ using namespace bench;
 int main(int argc, char** argv) {
   std::string suites = "all", threads_arg = "1,all", csv_path = "bench_construct.csv", json_path = "bench_construct.json";
   double budget_ms = 400;
+  std::string hwspec;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto val = [&](const char* f) { return a.rfind(f, 0) == 0 ? a.substr(std::string(f).size()) : std::string(); };
@@ -288,10 +296,11 @@ int main(int argc, char** argv) {
     else if (!val("--csv=").empty()) csv_path = val("--csv=");
     else if (!val("--json=").empty()) json_path = val("--json=");
     else if (!val("--budget-ms=").empty()) budget_ms = std::stod(val("--budget-ms="));
+    else if (!val("--hwspec=").empty()) hwspec = val("--hwspec=");
     else {
       std::fprintf(stderr,
                    "usage: loom_bench [--suite=gmm,skinny,odd,c2d,incep,dep,mbv2,nrm,row,resnet,bert,fused|all] "
-                   "[--threads=1,all] [--csv=FILE] [--json=FILE] [--budget-ms=N]\n");
+                   "[--threads=1,all] [--csv=FILE] [--json=FILE] [--budget-ms=N] [--hwspec=NAME|FILE]\n");
       return 2;
     }
   }
@@ -308,9 +317,10 @@ int main(int argc, char** argv) {
          "construct10_measure_ms,c10_vs_onednn,c1_vs_onednn,c_vs_roller_top1,c_vs_roller_top10,c1_vs_c10,"
          "construct1_roof_fraction,ok\n";
 
-  const loom::HwSpec host = loom::detect_host_cpu();
-  std::printf("host: %.2f GHz, %d-bit FMA x%d, peak %.1f GFLOP/s per core, L1 %.0f GB/s, DRAM %.1f GB/s per core\n",
-              host.cpu.frequency_ghz, host.cpu.vector_bits, host.cpu.fma_units, host.cpu.peak_gflops_per_core,
+  const loom::HwSpec host = hwspec.empty() ? loom::detect_host_cpu() : bench::spec_named(hwspec);
+  bench::limit_onednn_isa(host);
+  std::printf("%s: %.2f GHz, %d-bit FMA x%d, peak %.1f GFLOP/s per core, L1 %.0f GB/s, DRAM %.1f GB/s per core\n",
+              host.name.c_str(), host.cpu.frequency_ghz, host.cpu.vector_bits, host.cpu.fma_units, host.cpu.peak_gflops_per_core,
               host.cpu.caches.empty() ? 0.0 : host.cpu.caches[0].bandwidth_gbs, host.cpu.dram_core_bandwidth_gbs);
   for (int threads : thread_configs) {
     pin_to(threads);
@@ -329,10 +339,10 @@ int main(int argc, char** argv) {
       std::vector<LoomRun> runs;
       try {
         if (w.unfused.empty()) {
-          runs.push_back(compile_parts({w.op}, "construct", 1, threads));
-          runs.push_back(compile_parts({w.op}, "construct", 10, threads));
-          runs.push_back(compile_parts({w.op}, "roller", 1, threads));
-          runs.push_back(compile_parts({w.op}, "roller", 10, threads));
+          runs.push_back(compile_parts({w.op}, host, "construct", 1, threads));
+          runs.push_back(compile_parts({w.op}, host, "construct", 10, threads));
+          runs.push_back(compile_parts({w.op}, host, "roller", 1, threads));
+          runs.push_back(compile_parts({w.op}, host, "roller", 10, threads));
           // Every strategy's kernel runs on the first one's buffers: their times then differ by the kernels,
           // not by where their buffers fell (an output 4 KiB-aliasing its input costs a depthwise 7x7
           // c1024 a third of its speed on Zen 3).
@@ -341,8 +351,8 @@ int main(int argc, char** argv) {
             runs[i].outputs = runs[0].outputs;
           }
         } else {
-          runs.push_back(compile_parts({w.op}, "construct", 10, threads));    // fused
-          runs.push_back(compile_parts(w.unfused, "construct", 10, threads));  // one by one
+          runs.push_back(compile_parts({w.op}, host, "construct", 10, threads));  // fused
+          runs.push_back(compile_parts(w.unfused, host, "construct", 10, threads));  // one by one
         }
       } catch (const std::exception& e) {
         // One workload's failure (a loom bug in any strategy) is reported with it; the others still run.

@@ -17,9 +17,8 @@
 // spec, as `loom hwspecs show host` printed it there), so that a change to
 // the model is judged against that machine's measurements.
 // Specs: `host` is the detected (measured) host; `host256` is the same core
-// restricted to AVX2 (vector_bits 256, 16 registers, no avx512f: the kernels
-// are compiled as AVX2 code), with FMA figures re-measured at 256 bits; any
-// other name or path is loaded as a spec. Run pinned: taskset -c 0.
+// restricted to AVX2 (bench_specs.h); any other name or path is loaded as a
+// spec. Run pinned: taskset -c 0.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,9 +26,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench_specs.h"
 #include "construct/analytic_model.h"
 #include "construct/construct.h"
-#include "hwspec/host_probe.h"
 #include "loom/loom.h"
 #include "search/measurer.h"
 #include "search/records.h"
@@ -68,17 +67,6 @@ Shape parse_shape(const std::string& text) {
   for (std::string kv; std::getline(rest, kv, ',');)
     shape.params[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
   return shape;
-}
-
-loom::HwSpec spec_named(const std::string& name) {
-  if (name != "host256") return loom::load_hwspec(name);
-  loom::HwSpec s = loom::detect_host_cpu();
-  s.name = "host256";
-  s.cpu.vector_bits = 256;
-  s.cpu.vector_registers = 16;
-  s.cpu.isa = {"sse4.2", "avx2", "fma"};
-  loom::apply_probe(loom::probe_host(256, s.cpu.caches), s.cpu);
-  return s;
 }
 
 // Ranks with ties averaged.
@@ -153,7 +141,7 @@ void print_header(const std::string& name, const loom::HwSpec& spec) {
 // Construction's top k states of each shape, timed here.
 void rank_measured(const std::string& name, int k, const std::vector<Shape>& list, const std::string& only,
                    size_t show, loom::RecordWriter* records, Ranking& ranking) {
-  const loom::HwSpec spec = spec_named(name);
+  const loom::HwSpec spec = bench::spec_named(name);
   print_header(name, spec);
   for (const Shape& shape : list) {
     if (!only.empty() && shape.op != only) continue;
@@ -218,7 +206,7 @@ void rank_workload(const std::string& name, const loom::HwSpec& spec, const std:
 // The records made under a spec of the same name as `name`'s, shape by shape (in the file's order).
 void rank_recorded(const std::string& name, const std::vector<loom::Record>& records, const std::string& only,
                    Ranking& ranking) {
-  const loom::HwSpec spec = spec_named(name);
+  const loom::HwSpec spec = bench::spec_named(name);
   print_header(name, spec);
   std::vector<std::string> workloads;
   for (const loom::Record& r : records)

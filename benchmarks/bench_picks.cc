@@ -6,7 +6,8 @@
 //   loom_bench_picks --shapes=FILE --dump=OUT     this build's top-1 step lists, a line per shape
 //   loom_bench_picks --shapes=FILE --against=IN   IN's picks (another build's --dump) against this build's
 //   --seed=N                                      the walk's seed for this build's picks (default 1)
-//   --hwspec=NAME|FILE                            the spec to construct and compile for (default: the host's)
+//   --hwspec=NAME|FILE                            the spec to construct and compile for (default: the host's;
+//                                                 host256: the host restricted to AVX2)
 //
 // FILE holds an operator per line: its name, then NAME=VALUE parameters
 // ("matmul M=512 N=512 K=512"); empty lines and lines from '#' are skipped.
@@ -28,6 +29,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench_specs.h"
 #include "bench_util.h"
 #include "construct/construct.h"
 #include "driver/compile_schedule.h"
@@ -120,7 +122,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const loom::HwSpec spec = hwspec.empty() ? loom::detect_host_cpu() : loom::load_hwspec(hwspec);
+    const loom::HwSpec spec = hwspec.empty() ? loom::detect_host_cpu() : bench::spec_named(hwspec);
     if (spec.kind != loom::TargetKind::Cpu)
       throw loom::UserError("--hwspec must name a CPU spec, got '" + hwspec + "'");
     const std::vector<Shape> shapes = read_shapes(shapes_path);

@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
@@ -55,6 +56,11 @@ void set_library_threads(int threads) {
   setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
   omp_set_num_threads(threads);  // the variable alone is too late once OpenMP has started
   openblas_set_num_threads(threads);
+}
+
+void limit_onednn_isa(const loom::HwSpec& spec) {
+  const auto& isa = spec.cpu.isa;
+  if (std::find(isa.begin(), isa.end(), "avx512f") == isa.end()) dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
 }
 
 struct GemmBuffers {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "loom/hwspec.h"
 #include "loom/ops.h"
 
 namespace bench {
@@ -24,6 +25,10 @@ struct Baseline {
 
 // Thread count for both libraries; call before any other function here.
 void set_library_threads(int threads);
+// Keeps oneDNN to the instruction set kernels built for `spec` use: AVX2
+// where the spec has no AVX-512 (on an AVX-512 machine, for a comparison on
+// the same core and register file). Before any oneDNN call.
+void limit_onednn_isa(const loom::HwSpec& spec);
 
 Baseline onednn_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
 Baseline openblas_gemm(int64_t M, int64_t N, int64_t K, bool transpose_b);
