@@ -320,7 +320,8 @@ int main(int argc, char** argv) {
   const loom::HwSpec host = hwspec.empty() ? loom::detect_host_cpu() : bench::spec_named(hwspec);
   bench::limit_onednn_isa(host);
   std::printf("%s: %.2f GHz, %d-bit FMA x%d, peak %.1f GFLOP/s per core, L1 %.0f GB/s, DRAM %.1f GB/s per core\n",
-              host.name.c_str(), host.cpu.frequency_ghz, host.cpu.vector_bits, host.cpu.fma_units, host.cpu.peak_gflops_per_core,
+              host.name.c_str(), host.cpu.frequency_ghz, host.cpu.vector_bits, host.cpu.fma_units,
+              host.cpu.peak_gflops_per_core,
               host.cpu.caches.empty() ? 0.0 : host.cpu.caches[0].bandwidth_gbs, host.cpu.dram_core_bandwidth_gbs);
   for (int threads : thread_configs) {
     pin_to(threads);

@@ -48,7 +48,7 @@ llvm::Value* rounded_bits(llvm::IRBuilder<>& b, llvm::Value* x, double scale, in
                                  llvm::ConstantInt::get(it, std::bit_cast<int32_t>(float(kShifter + bias + most))));
 }
 
-// r = x - n * step, step in two parts (`high` with 12 significant bits, so n * high is exact).
+// r = x - n * step, step in two parts (`high` short enough that n * high is exact for every n rounded here).
 llvm::Value* reduced(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* n, double high, double low) {
   llvm::Value* r = b.CreateFSub(x, b.CreateFMul(n, constant(x, high)));
   return b.CreateFSub(r, b.CreateFMul(n, constant(x, low)));
