@@ -158,10 +158,34 @@ class FunctionEmitter {
     const int64_t n = *f->extent.as_const_int();
     const ExprNode* var = f->var.get();
     const ScopedVar scoped(vars_, var);
+    if (const ForNode* vector = one_vector_of_stores(f->body)) {
+      // Copies of one full vector of stores (a register tile's row of an element-wise nest): in batches, as
+      // a vectorized loop's (stores_after_loads).
+      const ExprNode* lane = vector->var.get();
+      const ScopedVar scoped_lane(vars_, lane);
+      vars_[lane] = b_.getInt64(0);
+      vec_var_ = lane;
+      lanes_ = vector->lanes;
+      for (int64_t i = 0; i < n; i += kLoadBatch)
+        stores_after_loads(vector->body->as<StoreNode>(), std::min<int64_t>(kLoadBatch, n - i),
+                           [&](int64_t c) { vars_[var] = b_.getInt64(i + c); });
+      lanes_ = 1;
+      vec_var_ = nullptr;
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) {
       vars_[var] = b_.getInt64(i);
       stmt(f->body);
     }
+  }
+
+  // `s` when it is one full vector (a vectorized loop of exactly its lanes) of a store whose loads can lead it.
+  const ForNode* one_vector_of_stores(const Stmt& s) const {
+    const ForNode* f = s ? s->as<ForNode>() : nullptr;
+    if (!f || f->for_kind != ForKind::Vectorized || lanes_ != 1 || tail_mask_ || !loads_can_lead_stores(f))
+      return nullptr;
+    const auto extent = f->extent.as_const_int();
+    return extent && *extent == f->lanes && f->lanes > 1 ? f : nullptr;
   }
 
   // for (var = begin; var < end; var += step) body(); `unroll`: > 1 a count for
@@ -244,8 +268,17 @@ class FunctionEmitter {
     vec_var_ = f->var.get();
     const bool masked = avx512_ && f->masked_remainder;
     for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes) && (w == f->lanes || !masked); w /= 2) {
-      Value* end = b_.CreateSub(extent, b_.CreateSRem(b_.CreateSub(extent, begin), b_.getInt64(w)));
       lanes_ = w;
+      if (w == f->lanes && loads_can_lead_stores(f)) {
+        Value* end = b_.CreateSub(extent, b_.CreateSRem(b_.CreateSub(extent, begin), b_.getInt64(w * kLoadBatch)));
+        counted_loop(f->var.get(), begin, end, w * kLoadBatch, [&] {
+          Value* first = vars_.at(f->var.get());
+          stores_after_loads(f->body->as<StoreNode>(), kLoadBatch,
+                             [&](int64_t c) { vars_[f->var.get()] = b_.CreateAdd(first, b_.getInt64(c * w)); });
+        });
+        begin = end;
+      }
+      Value* end = b_.CreateSub(extent, b_.CreateSRem(b_.CreateSub(extent, begin), b_.getInt64(w)));
       counted_loop(f->var.get(), begin, end, w, [&] { stmt(f->body); });
       begin = end;
     }
@@ -262,6 +295,39 @@ class FunctionEmitter {
     masked_vector(f, begin, rest, f->lanes);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
+  }
+
+  // A vectorized loop that only stores values read from other buffers (an element-wise stage, a row's output)
+  // runs kLoadBatch vectors a step, every vector's loads before the first store. A load waits behind an
+  // earlier store whose address matches its own in the low 12 bits until the store's address is known
+  // (4 KiB aliasing): one vector a step, an output 64 bytes past its input modulo 4 KiB makes every
+  // load follow such a store (layernorm 2048x768 on Zen 4: 0.29 ms against 0.23 with the output at the
+  // input's offset).
+  static constexpr int kLoadBatch = 4;
+
+  static bool loads_can_lead_stores(const ForNode* f) {
+    const StoreNode* st = f->body ? f->body->as<StoreNode>() : nullptr;
+    if (!st) return false;
+    bool reads_target = false;
+    visit(st->value, [&](const Expr& e) {
+      if (auto* load = e.get()->as<LoadNode>()) reads_target |= load->buffer.get() == st->buffer.get();
+      return !reads_target;
+    });
+    return !reads_target;
+  }
+
+  // `st`'s value at `count` positions (`place(c)` sets copy c's variables), then the stores.
+  template <typename Place>
+  void stores_after_loads(const StoreNode* st, int64_t count, Place place) {
+    std::vector<Value*> values;
+    for (int64_t c = 0; c < count; ++c) {
+      place(c);
+      values.push_back(expr(st->value));
+    }
+    for (int64_t c = 0; c < count; ++c) {
+      place(c);
+      store_value(st, values[size_t(c)]);
+    }
   }
 
   // A transposing copy in blocks of L x L (ForKind::Transposed): per block,
