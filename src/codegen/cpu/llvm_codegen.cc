@@ -182,8 +182,7 @@ class FunctionEmitter {
   // `s` when it is one full vector (a vectorized loop of exactly its lanes) of a store whose loads can lead it.
   const ForNode* one_vector_of_stores(const Stmt& s) const {
     const ForNode* f = s ? s->as<ForNode>() : nullptr;
-    if (!f || f->for_kind != ForKind::Vectorized || lanes_ != 1 || tail_mask_ || !loads_can_lead_stores(f))
-      return nullptr;
+    if (!f || f->for_kind != ForKind::Vectorized || lanes_ != 1 || !loads_can_lead_stores(f)) return nullptr;
     const auto extent = f->extent.as_const_int();
     return extent && *extent == f->lanes && f->lanes > 1 ? f : nullptr;
   }
