@@ -85,10 +85,11 @@ TEST(HwSpec, HostIsDetected) {
     for (size_t i = 1; i < crowded.size(); ++i) EXPECT_GE(crowded[i], crowded[i - 1]);
   }
   // A stream of lines in a few L1 sets: each count measured is slower than
-  // a stream over all sets, and fewer sets than all are measured.
+  // a stream over all sets, and only counts below all of them are measured
+  // (1, 2, ... half the sets: on a Zen 3 core every one of them was slower).
   const CacheLevel& l1 = c.caches[0];
   const std::vector<double>& stream = l1.set_stream_cycles;
-  EXPECT_LT(double(stream.size()), std::log2(double(l1.size_bytes / l1.associativity / l1.line_bytes)));
+  EXPECT_LE(double(stream.size()), std::log2(double(l1.size_bytes / l1.associativity / l1.line_bytes)));
   for (double cycles : stream) {
     EXPECT_GT(cycles, 0);
     EXPECT_LT(cycles, 1000);
