@@ -6,7 +6,7 @@
 //
 //   loom_bench_model_rank [--k=40] [--specs=host,host256] [--only=OP] [--json=FILE]
 //                         [--shape=OP:NAME=V,NAME=V...] [--show=N] [--records=FILE]
-//   loom_bench_model_rank --rescore=FILE --specs=SPEC [--only=OP] [--json=FILE]
+//   loom_bench_model_rank --rescore=FILE --specs=SPEC [--only=OP] [--json=FILE] [--show=N]
 //
 // --shape ranks that one shape instead of the list; --show prints each
 // shape's first N states with predicted and measured times and the model's
@@ -15,7 +15,8 @@
 // nothing: it ranks the states of such a file, measured on another machine
 // (one no longer at hand), by this build's model under SPEC (that machine's
 // spec, as `loom hwspecs show host` printed it there), so that a change to
-// the model is judged against that machine's measurements.
+// the model is judged against that machine's measurements. With --show, it
+// prints each shape's first N recorded states with this build's terms.
 // Specs: `host` is the detected (measured) host; `host256` is the same core
 // restricted to AVX2 (bench_specs.h); any other name or path is loaded as a
 // spec. Run pinned: taskset -c 0.
@@ -176,7 +177,7 @@ void rank_measured(const std::string& name, int k, const std::vector<Shape>& lis
 
 // One shape's correct records, predicted by this build under `spec`.
 void rank_workload(const std::string& name, const loom::HwSpec& spec, const std::vector<loom::Record>& records,
-                   const std::string& workload, const std::string& only, Ranking& ranking) {
+                   const std::string& workload, const std::string& only, size_t show, Ranking& ranking) {
   std::optional<loom::Task> task;
   std::optional<loom::Operator> op;
   std::vector<double> predicted, measured;
@@ -194,7 +195,11 @@ void rank_workload(const std::string& name, const loom::HwSpec& spec, const std:
       if (refused++ == 0) first_error = error;
       continue;
     }
-    predicted.push_back(loom::estimate(*task->anchor, *state, spec, task->threads).seconds);
+    const loom::Estimate estimate = loom::estimate(*task->anchor, *state, spec, task->threads);
+    if (predicted.size() < show)
+      std::printf("  #%zu measured %.4f ms  %s\n      %s\n", predicted.size(), r.time_ms, estimate.str().c_str(),
+                  state->str().c_str());
+    predicted.push_back(estimate.seconds);
     measured.push_back(r.time_ms);
   }
   if (refused > 0)
@@ -205,7 +210,7 @@ void rank_workload(const std::string& name, const loom::HwSpec& spec, const std:
 
 // The records made under a spec of the same name as `name`'s, shape by shape (in the file's order).
 void rank_recorded(const std::string& name, const std::vector<loom::Record>& records, const std::string& only,
-                   Ranking& ranking) {
+                   size_t show, Ranking& ranking) {
   const loom::HwSpec spec = bench::spec_named(name);
   print_header(name, spec);
   std::vector<std::string> workloads;
@@ -214,7 +219,7 @@ void rank_recorded(const std::string& name, const std::vector<loom::Record>& rec
       workloads.push_back(r.workload);
   for (const std::string& workload : workloads) {
     try {
-      rank_workload(name, spec, records, workload, only, ranking);
+      rank_workload(name, spec, records, workload, only, show, ranking);
     } catch (const loom::UserError& e) {  // a record of an operator this build does not know, say
       std::fprintf(stderr, "warning: %s: skipped: %s\n", workload.c_str(), e.what());
     }
@@ -262,7 +267,7 @@ int main(int argc, char** argv) {
     std::stringstream names(specs);
     for (std::string name; std::getline(names, name, ',');) {
       if (rescore.empty()) rank_measured(name, k, list, only, show, records ? &*records : nullptr, ranking);
-      else rank_recorded(name, recorded, only, ranking);
+      else rank_recorded(name, recorded, only, show, ranking);
     }
     std::ofstream(json_path) << ranking.rows.dump(2) << "\n";
   } catch (const loom::UserError& e) {
