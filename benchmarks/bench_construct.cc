@@ -24,7 +24,10 @@
 // OPENBLAS_CORETYPE=Haswell for that).
 // A workload that fails to compile is reported on its own line (FAILED, and
 // "error" in the JSON) and the rest still run; the exit status is 1 when any
-// workload failed or gave a wrong result.
+// workload failed or gave a wrong result. Each JSON row names its operator
+// and parameters ("op", "params"): a shape file for loom_bench_picks is
+//   python3 -c 'import json; [print(r["op"], *(k + "=" + v for k, v in r["params"].items()))
+//     for r in json.load(open("bench_construct.json")) if r["threads"] == 1]'
 #include <sched.h>
 #include <omp.h>
 
@@ -359,8 +362,8 @@ int main(int argc, char** argv) {
         // One workload's failure (a loom bug in any strategy) is reported with it; the others still run.
         ++failed;
         std::printf("%-7s %-31s FAILED: %s\n", w.suite.c_str(), w.name.c_str(), e.what());
-        rows.push_back({{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"ok", false},
-                        {"error", e.what()}});
+        rows.push_back({{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"op", w.op.op},
+                        {"params", w.op.params}, {"ok", false}, {"error", e.what()}});
         continue;
       }
       std::vector<bench::Baseline> base = w.baselines ? w.baselines() : std::vector<bench::Baseline>{};
@@ -372,7 +375,8 @@ int main(int argc, char** argv) {
       bool ok = true;
       for (const auto& r : runs) ok &= r.ok;
       failed += !ok;
-      nlohmann::json row = {{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"gflop", gflop}, {"ok", ok}};
+      nlohmann::json row = {{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"op", w.op.op},
+                            {"params", w.op.params}, {"gflop", gflop}, {"ok", ok}};
       if (w.unfused.empty()) {
         double c1 = gf(0), c10 = gf(1), r1 = gf(2), r10 = gf(3), dn = gf(4), blas = base.size() > 1 ? gf(5) : NAN;
         const double roof_frac = roof_ms(op, host, threads) / ms[0];
