@@ -119,4 +119,10 @@ struct Estimate {
 
 Estimate estimate(const AnchorInfo& anchor, const StateData& state, const HwSpec& target, int threads);
 
+// Whether lowering peels the remainders of known size of a CPU state's
+// tiles (lower/cpu/tiled_nest.cc): past its bound on copies of the
+// micro-kernel (StateData::kMaxMicroKernelCopies) it cuts every tile at run
+// time instead, and the model charges their slower bodies.
+bool peels_known_remainders(const StateData& state, const AnchorInfo& anchor);
+
 }  // namespace loom

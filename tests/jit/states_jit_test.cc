@@ -5,9 +5,11 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 
+#include "construct/analytic_model.h"
 #include "construct/construct.h"
 #include "construct/roller.h"
 #include "construct/state_graph.h"
@@ -471,6 +473,30 @@ TEST(States, OnlyAccumulatorsAlongASpatialVectorLetPartialVectorsWriteTheirDeadL
     EXPECT_NE(ir.find("allocate row_acc["), std::string::npos) << ir;
     EXPECT_EQ(ir.find("dead-lanes-free"), std::string::npos) << ir;
   }
+}
+
+// The model knows which nests lowering peels (peels_known_remainders):
+// past lowering's bound on copies of the micro-kernel, the length of every
+// vector loop that reaches a remainder is computed at run time from the
+// tile's position. Extents that no tile divides, so that every axis has
+// remainders; states vectorized along a spatial axis or the reduction.
+TEST(States, TheModelKnowsWhichNestsPeelTheirRemainders) {
+  const HwSpec hw = load_hwspec("haswell_avx2");
+  const Operator op = make_operator("matmul", {{"M", "127"}, {"N", "127"}, {"K", "1023"}});
+  const Task task = make_task(op, hw, 1);
+  const std::regex run_time_vector_length(R"(vectorized for e_\w+ in \[0, [^\n]*\bt\d+_)");
+  std::mt19937_64 rng(67);
+  int peeled = 0, cut_at_run_time = 0;
+  for (int sample = 0; sample < 1500 && cut_at_run_time < 10; ++sample) {
+    const State state = test::random_state(*task.anchor, hw, rng, 10 + sample % 40);
+    if (state->vec_width == 1) continue;
+    const std::string ir = to_text(lower(op, schedule_with_state(task, state)));
+    const bool run_time = std::regex_search(ir, run_time_vector_length);
+    EXPECT_EQ(peels_known_remainders(*state, *task.anchor), !run_time) << state->str() << "\n" << ir;
+    (run_time ? cut_at_run_time : peeled) += 1;
+  }
+  EXPECT_GE(peeled, 20);
+  EXPECT_GE(cut_at_run_time, 10);
 }
 
 // A GEMM's B read in place, its rows N floats apart and a register tile's
