@@ -340,6 +340,9 @@ int main(int argc, char** argv) {
       if (suites != "all" && ("," + suites + ",").find("," + w.suite + ",") == std::string::npos) continue;
       loom::Operator op = loom::make_operator(w.op.op, w.op.params);
       const double gflop = double(*op.flops.as_const_int()) / 1e9;
+      // What every row of this workload says of it, a failure's included.
+      nlohmann::json identity = {{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"op", w.op.op},
+                                  {"params", w.op.params}};
       std::vector<LoomRun> runs;
       try {
         if (w.unfused.empty()) {
@@ -362,8 +365,9 @@ int main(int argc, char** argv) {
         // One workload's failure (a loom bug in any strategy) is reported with it; the others still run.
         ++failed;
         std::printf("%-7s %-31s FAILED: %s\n", w.suite.c_str(), w.name.c_str(), e.what());
-        rows.push_back({{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"op", w.op.op},
-                        {"params", w.op.params}, {"ok", false}, {"error", e.what()}});
+        identity["ok"] = false;
+        identity["error"] = e.what();
+        rows.push_back(identity);
         continue;
       }
       std::vector<bench::Baseline> base = w.baselines ? w.baselines() : std::vector<bench::Baseline>{};
@@ -375,8 +379,9 @@ int main(int argc, char** argv) {
       bool ok = true;
       for (const auto& r : runs) ok &= r.ok;
       failed += !ok;
-      nlohmann::json row = {{"threads", threads}, {"suite", w.suite}, {"workload", w.name}, {"op", w.op.op},
-                            {"params", w.op.params}, {"gflop", gflop}, {"ok", ok}};
+      nlohmann::json row = identity;
+      row["gflop"] = gflop;
+      row["ok"] = ok;
       if (w.unfused.empty()) {
         double c1 = gf(0), c10 = gf(1), r1 = gf(2), r10 = gf(3), dn = gf(4), blas = base.size() > 1 ? gf(5) : NAN;
         const double roof_frac = roof_ms(op, host, threads) / ms[0];
