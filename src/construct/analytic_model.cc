@@ -470,9 +470,11 @@ int64_t remainder_copies(const StateData& s, const AnchorInfo& an, int a) {
   if (E <= 0) return 1;
   const int reg = s.reg_level();
   const bool reduce = an.is_reduce_axis(a), vector = a == s.vec_axis && s.vec_width > 1;
-  Small<int64_t> known{E}, next;
+  constexpr int kBound = StateData::kMaxMicroKernelCopies;
+  // Each level at most doubles the sizes, and the loop stops past the bound.
+  boost::container::small_vector<int64_t, 2 * (kBound + 1)> known{E}, next;
   int64_t unknown = 0;
-  for (int l = reduce ? 1 : 0; l <= reg && int64_t(known.size()) + unknown <= StateData::kMaxMicroKernelCopies; ++l) {
+  for (int l = reduce ? 1 : 0; l <= reg && int64_t(known.size()) + unknown <= kBound; ++l) {
     const int64_t T = s.tile[l][a];
     const bool peels = reduce ? l < reg : vector || l == reg;
     next.clear();
@@ -512,9 +514,9 @@ namespace {
 // range it cuts or covers it (the register level's remainder is peeled),
 // or when every size the enclosing tiles take is a multiple of the register
 // tile (14 in tiles of 8, then of 2).
-bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, int a) {
+bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, int a, bool peels) {
   std::optional<int64_t> extent = an.extents[a].as_const_int();
-  if (!extent || !peels_known_remainders(s, an)) return false;
+  if (!extent || !peels) return false;
   if (a == s.vec_axis && s.vec_width > 1) return true;
   int64_t size = *extent, multiple = size;  // size: while every tile so far is known
   bool known = true;
@@ -529,7 +531,7 @@ bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, i
     known = false;
     multiple = std::gcd(multiple, T);
   }
-  return known || multiple % s.tile[s.reg_level()][a] == 0;
+  return peels && (known || multiple % s.tile[s.reg_level()][a] == 0);
 }
 
 // How fast the micro-kernel runs one reduction step of register block `t`
@@ -719,12 +721,12 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
 // computes. Axes cut at run time count as whole tiles (their slower path
 // is a penalty of its own).
 template <typename F>
-void for_each_register_block(const StateData& s, const AnchorInfo& an, const Small<int64_t>& t, F&& f) {
+void for_each_register_block(const StateData& s, const AnchorInfo& an, const Small<int64_t>& t, bool peels, F&& f) {
   using Sizes = Small<std::pair<int64_t, double>>;  // block size, share of the extent
   Small<Sizes> sizes(size_t(an.num_spatial));
   for (int a = 0; a < an.num_spatial; ++a) {
     const int64_t extent = an.plan_extent(a);
-    if (!register_tiles_sized_statically(s, an, a) || extent % s.tile[s.reg_level()][a] == 0) {
+    if (extent % s.tile[s.reg_level()][a] == 0 || !register_tiles_sized_statically(s, an, a, peels)) {
       sizes[a] = {{t[a], 1.0}};
       continue;
     }
@@ -795,7 +797,7 @@ double set_stream_line_cycles(const CpuSpec& cpu, int64_t sets, double bytes) {
 // 17-row remainder.
 double stream_wait_cycles(const StateData& s, const AnchorInfo& an, const CpuSpec& cpu, const Small<int64_t>& t,
                           const BlockRate& rate, const Access& x, const HintReach& hints, int64_t sets,
-                          double bytes, const Small<int64_t>& full) {
+                          double bytes, const Small<int64_t>& full, bool peels) {
   if (hints.every_pass || set_stream_line_cycles(cpu, sets, bytes) == 0) return 0;
   double points = 1;
   for (int64_t extent : full) points *= double(extent);
@@ -803,7 +805,7 @@ double stream_wait_cycles(const StateData& s, const AnchorInfo& an, const CpuSpe
   const double line_elems = double(cpu.caches.front().line_bytes) / 4;
   double cycles = 0;
   bool hinted = hints.l1_rows > 0;  // the first kind of block visited runs the hinted first pass
-  for_each_register_block(s, an, t, [&](const Small<int64_t>& block, double share) {
+  for_each_register_block(s, an, t, peels, [&](const Small<int64_t>& block, double share) {
     const double step_cycles = (block == t ? rate : block_rate(s, an, cpu, block)).step_cycles;
     const double touched = x.touched_tile(block.data());
     double block_points = 1;
@@ -833,13 +835,13 @@ double stream_wait_cycles(const StateData& s, const AnchorInfo& an, const CpuSpe
 // charged their guards all the same; crediting them moved 7x7 and 14x14/2
 // depthwise picks to tiles of 4 or 5 rows that ran 1.15-1.45x slower than
 // the picks charged, for costs the model does not see.
-Small<bool> border_tiles_out_of_loop(const StateData& s, const AnchorInfo& an) {
+Small<bool> border_tiles_out_of_loop(const StateData& s, const AnchorInfo& an, bool peels) {
   Small<bool> peeled(size_t(an.num_axes()), false), between(size_t(an.num_axes()), false);
   bool windows = false;  // a guarded read in place, a vector at a time
   for (size_t i = 0; i < an.accesses.size(); ++i)
     windows |= s.reads_through_guard(an, i) && s.pack[i] < 0 && s.vec_axis >= 0 &&
                an.accesses[i].uses_axis[size_t(s.vec_axis)];
-  if (!windows || s.target != TargetKind::Cpu || !peels_known_remainders(s, an)) return peeled;
+  if (!windows || s.target != TargetKind::Cpu || !peels) return peeled;
   const int reg = s.reg_level();
   Small<int64_t> segments(size_t(an.num_axes()), 1);
   auto remainder_segments = [&](int a) {
@@ -1015,6 +1017,7 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
   for (int a = an.num_spatial; a < n; ++a)
     if (a != s.vec_axis) t[a] = 1;
   const BlockRate rate = block_rate(s, an, cpu, t);
+  const bool peels = peels_known_remainders(s, an);
   const double acc = rate.accumulators, spilled = rate.spilled;
   est.ilp = rate.ilp;
   if (rate.gathers) est.vector_util /= 2.0 * W / lanes + 1;
@@ -1023,7 +1026,7 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
   // accumulators to hide the FMA latency behind: each kind of register
   // block computes its share of the points at its own rate.
   double slowdown = 0;
-  for_each_register_block(s, an, t, [&](const Small<int64_t>& block, double share) {
+  for_each_register_block(s, an, t, peels, [&](const Small<int64_t>& block, double share) {
     const BlockRate r = block == t ? rate : block_rate(s, an, cpu, block);
     slowdown += share / (r.ilp * r.issue);
   });
@@ -1260,9 +1263,9 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
   // counted in vector_util).
   double slow = 1;
   for (int a = 0; a < an.num_spatial; ++a) {
-    if (register_tiles_sized_statically(s, an, a)) continue;
-    double e = double(full[a]);
-    slow *= 1 - std::fmod(e, double(s.tile[reg][a])) / e;
+    const double e = double(full[a]), cut = std::fmod(e, double(s.tile[reg][a]));
+    if (cut == 0 || register_tiles_sized_statically(s, an, a, peels)) continue;
+    slow *= 1 - cut / e;
   }
   const double slow_frac = 1 - slow;
   est.penalty_s += slow_frac * est.compute_s * 3;
@@ -1275,7 +1278,7 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
   // tiles lowering peels (measured: depthwise 14x14 c384 3x3 in tiles of
   // 2x3 outputs by 48 channels, kw innermost, 127 GFLOP/s with the column
   // tiles in the loop, 140-150 peeled).
-  const Small<bool> peeled = border_tiles_out_of_loop(s, an);
+  const Small<bool> peeled = border_tiles_out_of_loop(s, an, peels);
   for (size_t i = 0; i < an.accesses.size(); ++i) {
     if (!s.reads_through_guard(an, i) || s.pack[i] >= 0) continue;
     const Access& x = an.accesses[i];
@@ -1383,7 +1386,8 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
         est.level_s[0] += steps * step_lines * double(l1.line_bytes) / demand_bandwidth(cpu, 1, step_run, true);
         est.penalty_s += steps * step_lines * thrashed_line_s;
         const double pass_bytes = 4 * x.data_tile(call.data());
-        est.penalty_s += stream_wait_cycles(s, an, cpu, t, rate, x, hints[i], stream_sets, pass_bytes, full) / freq;
+        est.penalty_s +=
+            stream_wait_cycles(s, an, cpu, t, rate, x, hints[i], stream_sets, pass_bytes, full, peels) / freq;
       }
     }
   }
