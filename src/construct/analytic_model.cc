@@ -531,7 +531,7 @@ bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, i
     known = false;
     multiple = std::gcd(multiple, T);
   }
-  return peels && (known || multiple % s.tile[s.reg_level()][a] == 0);
+  return known || multiple % s.tile[s.reg_level()][a] == 0;
 }
 
 // How fast the micro-kernel runs one reduction step of register block `t`
