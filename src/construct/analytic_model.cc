@@ -283,14 +283,30 @@ int64_t lines_per_set(const Small<int64_t>& progressions, int64_t line, int64_t 
   return most;
 }
 
+// lines_per_set for key = {line, way, R, stride, ...}: states a traversal
+// estimates share a few hundred register tiles and reduction blocks among
+// thousands, so counts are remembered (per thread, a bounded table).
+int64_t remembered_lines_per_set(const Small<int64_t>& key) {
+  struct Hash {
+    size_t operator()(const Small<int64_t>& k) const {
+      size_t h = 0;
+      for (int64_t v : k) h = h * 1000003 ^ std::hash<int64_t>()(v);
+      return h;
+    }
+  };
+  thread_local std::unordered_map<Small<int64_t>, int64_t, Hash> counted;
+  if (auto it = counted.find(key); it != counted.end()) return it->second;
+  if (counted.size() > 65536) counted.clear();
+  const Small<int64_t> progressions(key.begin() + 2, key.end());
+  return counted.emplace(key, lines_per_set(progressions, key[0], key[1])).first->second;
+}
+
 // The most lines one micro-kernel step of an unpacked access puts in one L1
 // set: the register tile's elements over its spatial axes (the vector axis
 // is one run), lines of `line` bytes, sets a `way` apart. With `steps` > 1,
 // the lines of that many steps along reduction axis `r` together: a window
 // sliding with a tiled axis reads the same lines again, which count once.
-// 0 when they lie within one line. States a traversal estimates share a few
-// hundred register tiles among thousands, so counts are remembered by the
-// tile's progressions (per thread, a bounded table).
+// 0 when they lie within one line.
 // `tile` holds the spatial axes' extents where they are not the register
 // tile's.
 int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Access& x, int64_t line, int64_t way,
@@ -303,18 +319,7 @@ int64_t tile_lines_per_set(const StateData& s, const AnchorInfo& an, const Acces
     key.push_back(R);
     key.push_back(*x.stride[a]);
   }
-  struct Hash {
-    size_t operator()(const Small<int64_t>& k) const {
-      size_t h = 0;
-      for (int64_t v : k) h = h * 1000003 ^ std::hash<int64_t>()(v);
-      return h;
-    }
-  };
-  thread_local std::unordered_map<Small<int64_t>, int64_t, Hash> counted;
-  if (auto it = counted.find(key); it != counted.end()) return it->second;
-  if (counted.size() > 65536) counted.clear();
-  const Small<int64_t> progressions(key.begin() + 2, key.end());
-  return counted.emplace(key, lines_per_set(progressions, line, way)).first->second;
+  return remembered_lines_per_set(key);
 }
 
 // Bytes a cache's sets span: addresses this far apart share a set.
@@ -1377,7 +1382,18 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
         } else {
           // A reread tile stacks its steps' lines, all its calls', in the sets.
           const int64_t step = kept ? tile_lines_per_set(s, an, x, l1.line_bytes, way, -1, 1, reread.data()) : lines;
-          crowd = (R + sets - 1) / sets * std::max<int64_t>(1, step);
+          // A reread tile's lines must all stay: where the rows' stride is
+          // near a multiple of the way they drift through a few sets, which
+          // the offsets modulo the way, taken as spread evenly, miss (rows
+          // 4084 bytes apart start 12 bytes lower each, about five a set of a
+          // 4 KiB way; matmul 5x1021x1021: a pick of 2-row tiles re-read B's
+          // 128-row blocks from L2, 0.37 ms against 0.18), so the lines the R
+          // rows' runs span are counted. (Counted for a stream read once too,
+          // they moved GEMM picks 0.84x; lines_per_set gives 0 past 4096.)
+          const int64_t run_lines = std::max<int64_t>(1, int64_t(std::ceil(step_run / double(l1.line_bytes))));
+          const int64_t rows_lines =
+              remembered_lines_per_set({l1.line_bytes, way, R, *x.stride[a], run_lines, l1.line_bytes / 4});
+          crowd = std::max((R + sets - 1) / sets, kept ? rows_lines : 0) * std::max<int64_t>(1, step);
           stream_sets = sets;
         }
         crowded = crowd + kept > l1.associativity;

@@ -666,6 +666,28 @@ TEST(AnalyticModel, LinesRefilledAfterASetConflictComeAtTheDemandRateOfTheirRuns
   EXPECT_NEAR(refill(4) / refill(1), 13, 0.1);
 }
 
+TEST(AnalyticModel, RowsNearAMultipleOfTheWayCrowdTheFewSetsTheyDriftThrough) {
+  // C = A B read in place: micro-kernel calls of 2 rows by 48 columns over
+  // 128 rows of B, the next call the next 2 rows of A on the same block of
+  // B, which must still be in L1. At N = 1021, B's rows are 4084 bytes
+  // apart, 12 bytes short of L1's 4 KiB way: each row starts in the set of
+  // the last or the one before, and the block's 128 rows of 192 bytes put
+  // 16 lines in a set of the 8 ways. At N = 1000 they drift 96 bytes a row
+  // and spread over every set. B is left out of L2 (256 KiB).
+  auto conflicts = [](int n) {
+    HwSpec eight_way = with_l1_ways(8), wide = with_l1_ways(512);  // a set per line
+    for (HwSpec* spec : {&eight_way, &wide}) spec->cpu.caches.at(1).size_bytes = 256 << 10;
+    const Task task = make_task(make_operator("matmul", {{"M", "4"}, {"N", std::to_string(n)}, {"K", "128"}}),
+                                eight_way, 1);
+    const State s = apply_all(task, {"vectorize 1 16", "tile_grow 3 1", "tile_grow 3 1", "tile_grow 3 0", "reorder 3 0"});
+    EXPECT_EQ(s->tile[3][0] * 100 + s->tile[3][1], 2 * 100 + 48) << s->str();
+    EXPECT_EQ(s->order[3][0], 1) << s->str();  // the rows innermost
+    return conflict_cost(estimate(*task.anchor, *s, eight_way, 1)) - conflict_cost(estimate(*task.anchor, *s, wide, 1));
+  };
+  EXPECT_GT(conflicts(1021), 0);
+  EXPECT_NEAR(conflicts(1000), 0, 1e-12);
+}
+
 TEST(AnalyticModel, LinesRefilledIntoAThrashedSetPayWhatTheHostMeasuredALine) {
   // The previous test's B, one line a step into one crowded set, on a core
   // that measured 8 cycles a step with 8 + 3 rows thrashing a set: each
