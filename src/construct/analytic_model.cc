@@ -1392,8 +1392,8 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
           // they moved GEMM picks 0.84x; lines_per_set gives 0 past 4096.)
           const int64_t run_lines = std::max<int64_t>(1, int64_t(std::ceil(step_run / double(l1.line_bytes))));
           const int64_t rows_lines =
-              remembered_lines_per_set({l1.line_bytes, way, R, *x.stride[a], run_lines, l1.line_bytes / 4});
-          crowd = std::max((R + sets - 1) / sets, kept ? rows_lines : 0) * std::max<int64_t>(1, step);
+              kept ? remembered_lines_per_set({l1.line_bytes, way, R, *x.stride[a], run_lines, l1.line_bytes / 4}) : 0;
+          crowd = std::max((R + sets - 1) / sets, rows_lines) * std::max<int64_t>(1, step);
           stream_sets = sets;
         }
         crowded = crowd + kept > l1.associativity;
