@@ -465,23 +465,21 @@ double unfused_consumer_seconds(const CpuSpec& cpu, double result_bytes) {
 }
 
 // Copies of the micro-kernel lowering makes along axis `a` for remainders
-// of known size (lower/cpu/tiled_nest.cc, peels_remainder): the leaves of
-// the tree of sizes the axis's tiles cut its extent into. The vector axis
-// peels its last tile at every level, the parallel one included; a
-// reduction axis at the cache levels; the other axes at the register
-// level. A remainder not peeled leaves the sizes below it unknown: one copy.
+// of known size (StateData::peels_remainder_at): the leaves of the tree of
+// sizes the axis's tiles cut its extent into. A remainder not peeled leaves
+// the sizes below it unknown: one copy.
 int64_t remainder_copies(const StateData& s, const AnchorInfo& an, int a) {
   const int64_t E = an.const_extent[size_t(a)];
   if (E <= 0) return 1;
   const int reg = s.reg_level();
-  const bool reduce = an.is_reduce_axis(a), vector = a == s.vec_axis && s.vec_width > 1;
+  const bool reduce = an.is_reduce_axis(a);
   constexpr int kBound = StateData::kMaxMicroKernelCopies;
   // Each level at most doubles the sizes, and the loop stops past the bound.
   boost::container::small_vector<int64_t, 2 * (kBound + 1)> known{E}, next;
   int64_t unknown = 0;
   for (int l = reduce ? 1 : 0; l <= reg && int64_t(known.size()) + unknown <= kBound; ++l) {
     const int64_t T = s.tile[l][a];
-    const bool peels = reduce ? l < reg : vector || l == reg;
+    const bool peels = s.peels_remainder_at(an, l, a);
     next.clear();
     for (int64_t size : known) {
       if (size <= T || size % T == 0) {

@@ -34,6 +34,11 @@ bool StateData::reads_through_guard(const AnchorInfo& anchor, size_t access) con
   return anchor.accesses[access].guarded && !materialized(access);
 }
 
+bool StateData::peels_remainder_at(const AnchorInfo& anchor, int level, int axis) const {
+  if (anchor.is_reduce_axis(axis)) return level < reg_level();
+  return level == reg_level() || (axis == vec_axis && vec_width > 1);
+}
+
 bool StateData::pack_opens_loop(int point, int axis) const {
   const auto row = order[pack_level(point)];
   const int* end = row.begin() + pack_position(point);

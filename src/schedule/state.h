@@ -156,6 +156,13 @@ struct StateData {
   // Whether the anchor's access reads through a guard (a padded input) in
   // this state: guarded, and its producer not materialized.
   bool reads_through_guard(const AnchorInfo& anchor, size_t access) const;
+  // Whether lowering peels, at level `level`, the last tile along `axis`
+  // when a known size leaves it shorter (one more copy of the micro-kernel,
+  // of a size known when compiling): along a reduction axis at the cache
+  // levels, so that the micro-kernel's reduction loop keeps a constant trip
+  // count; along the vector axis at every level; along the others at the
+  // register level (lower/cpu/tiled_nest.cc; the model counts the copies).
+  bool peels_remainder_at(const AnchorInfo& anchor, int level, int axis) const;
   // Whether level `level`'s loop over `axis` runs once whatever the sizes at
   // run time: its tile covers the parent tile, or at level 0 (and for a
   // reduction axis at level 1, whose parent is the whole axis) a constant

@@ -240,15 +240,12 @@ class TiledNest {
   }
 
   // Whether the loop over tiles of T along axis `a` peels its last, shorter
-  // tile (a known size T does not divide): along spatial axes at every level
-  // along the vector axis, at the register tiles along the others (one copy
-  // of the micro-kernel per axis); along a reduction axis at the cache
-  // levels, so that the micro-kernel's reduction loop keeps a constant trip
-  // count (K = 771 in blocks of 32, each in steps of 8).
+  // tile (a known size T does not divide), where the state's rule says so
+  // (StateData::peels_remainder_at; K = 771 in blocks of 32, each in steps
+  // of 8, keeps the micro-kernel's trip count constant).
   bool peels_remainder(int l, int a, const Region& region, int64_t T) const {
     if (!region.const_size || *region.const_size <= T || *region.const_size % T == 0) return false;
-    if (an_.is_reduce_axis(a)) return peel_ && l < reg_;
-    return peel_ && (l == reg_ || (a == s_.vec_axis && s_.vec_width > 1));
+    return peel_ && s_.peels_remainder_at(an_, l, a);
   }
 
   // --- packing -------------------------------------------------------
