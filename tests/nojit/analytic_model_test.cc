@@ -778,8 +778,9 @@ TEST(AnalyticModel, ShortCallsThatFinishTheirReductionRunTheirChainsSideBySide) 
     const State s = apply_all(task, steps);  // throws naming an illegal step
     return estimate(*task.anchor, *s, spec, 1).ilp;
   };
-  const Operator depthwise = make_operator("depthwise_conv2d", {{"N", "1"}, {"H", "14"}, {"W", "14"}, {"C", "64"},
-                                                               {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
+  const Operator depthwise = make_operator(
+      "depthwise_conv2d",
+      {{"N", "1"}, {"H", "14"}, {"W", "14"}, {"C", "64"}, {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
   EXPECT_DOUBLE_EQ(ilp(depthwise, {"vectorize 3 16"}), 1);
   auto matmul = [](int k) { return make_operator("matmul", {{"M", "64"}, {"N", "64"}, {"K", std::to_string(k)}}); };
   EXPECT_DOUBLE_EQ(ilp(matmul(1024), {"vectorize 1 16"}), alone);
