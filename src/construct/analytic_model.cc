@@ -513,10 +513,10 @@ namespace {
 // Whether lowering knows the size of every register tile along spatial
 // axis `a` (lower/cpu/tiled_nest.cc): a known extent, a nest that peels
 // its remainders, and along the vector axis always (its remainders are
-// peeled at every level), elsewhere when each enclosing tile divides the
-// range it cuts or covers it (the register level's remainder is peeled),
-// or when every size the enclosing tiles take is a multiple of the register
-// tile (14 in tiles of 8, then of 2).
+// peeled at every level), elsewhere when the parallel tiles divide the
+// extent or cover it (the remainders below are peeled,
+// StateData::peels_remainder_at), or when every size the enclosing tiles
+// take is a multiple of the register tile (14 in tiles of 8, then of 2).
 bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, int a, bool peels) {
   std::optional<int64_t> extent = an.extents[a].as_const_int();
   if (!extent || !peels) return false;
@@ -525,7 +525,7 @@ bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, i
   bool known = true;
   for (int l = 0; l < s.reg_level(); ++l) {
     const int64_t T = s.tile[l][a];
-    if (known && size <= T) continue;
+    if (known && (size <= T || s.peels_remainder_at(an, l, a))) continue;
     if (multiple % T == 0) {
       size = multiple = T;
       known = true;

@@ -36,7 +36,7 @@ bool StateData::reads_through_guard(const AnchorInfo& anchor, size_t access) con
 
 bool StateData::peels_remainder_at(const AnchorInfo& anchor, int level, int axis) const {
   if (anchor.is_reduce_axis(axis)) return level < reg_level();
-  return level == reg_level() || (axis == vec_axis && vec_width > 1);
+  return level > 0 || (axis == vec_axis && vec_width > 1);
 }
 
 bool StateData::pack_opens_loop(int point, int axis) const {
