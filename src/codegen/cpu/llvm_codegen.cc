@@ -27,13 +27,16 @@ using llvm::Value;
 constexpr unsigned kElementAlign = 4;
 
 // Whether code for `cpu` may use `feature`: the spec lists it and this
-// host, which runs the JIT's code, has it (target_features()).
+// host, which runs the JIT's code, has it (target_features(), where a later
+// entry overrides an earlier one, as in LLVM: "+avx2,...,-avx2" is off).
 bool target_has(const CpuSpec& cpu, llvm::StringRef feature) {
   const std::string features = target_features(cpu);
   llvm::SmallVector<llvm::StringRef, 64> listed;
   llvm::StringRef(features).split(listed, ',');
-  auto enabled = [&](llvm::StringRef f) { return f.consume_front("+") && f == feature; };
-  return std::any_of(listed.begin(), listed.end(), enabled);
+  bool on = false;
+  for (llvm::StringRef f : listed)
+    if (f.drop_front() == feature) on = f.startswith("+");
+  return on;
 }
 
 // Emits statements and expressions into one function at a time. Outlining a
@@ -42,7 +45,8 @@ class FunctionEmitter {
  public:
   FunctionEmitter(llvm::Module& m, const CpuSpec& cpu)
       : m_(m), ctx_(m.getContext()), b_(ctx_), cpu_(cpu),
-        avx512_(target_has(cpu, "avx512f")), masked_loads_(avx512_ || target_has(cpu, "avx")) {
+        avx2_(target_has(cpu, "avx2")), avx512_(target_has(cpu, "avx512f")),
+        masked_loads_(avx512_ || target_has(cpu, "avx")) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     fmf.setAllowReassoc(true);
@@ -672,7 +676,7 @@ class FunctionEmitter {
     switch (n->op) {
       case UnaryOp::Neg: return n->dtype.is_float() ? b_.CreateFNeg(x) : b_.CreateNeg(x);
       case UnaryOp::Not: return b_.CreateNot(x);
-      case UnaryOp::Exp: return emit_exp(b_, m_, x, avx512_);
+      case UnaryOp::Exp: return emit_exp(b_, m_, x, {avx2_, avx512_});
       case UnaryOp::Log: return b_.CreateCall(intrinsic(llvm::Intrinsic::log, t), {x});
       case UnaryOp::Sqrt: return b_.CreateCall(intrinsic(llvm::Intrinsic::sqrt, t), {x});
       case UnaryOp::Rsqrt:
@@ -680,8 +684,8 @@ class FunctionEmitter {
       case UnaryOp::Abs:
         if (n->dtype.is_float()) return b_.CreateCall(intrinsic(llvm::Intrinsic::fabs, t), {x});
         return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::Constant::getNullValue(t)), b_.CreateNeg(x), x);
-      case UnaryOp::Tanh: return emit_tanh(b_, m_, x, avx512_);
-      case UnaryOp::Erf: return emit_erf(b_, m_, x, avx512_);
+      case UnaryOp::Tanh: return emit_tanh(b_, m_, x, {avx2_, avx512_});
+      case UnaryOp::Erf: return emit_erf(b_, m_, x, {avx2_, avx512_});
     }
     throw InternalError("codegen: bad unary op");
   }
@@ -842,6 +846,7 @@ class FunctionEmitter {
   bool in_parallel_ = false;
   bool clamp_loads_ = false;  // inside a speculated select
   Value* mask_ = nullptr;       // lanes live under a lane-varying select
+  const bool avx2_;             // the target has AVX2: vpermps over 8 floats
   const bool avx512_;           // the target has AVX-512: masked vector loads and stores, vscalefps
   const bool masked_loads_;     // ... or AVX: masked vector loads (vmaskmovps)
   Value* tail_mask_ = nullptr;  // in a masked vector: its live lanes

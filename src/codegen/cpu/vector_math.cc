@@ -68,31 +68,47 @@ llvm::Value* exp_by_octaves(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateFMul(p, b.CreateBitCast(b.CreateShl(bits, 23), x->getType()));
 }
 
-// exp(x) = 2^k * 2^(j/16) * exp(r): n = round(16 x / ln 2) = 16 k + j, r = x - n ln2/16 in [-ln2/32, ln2/32].
-// The 16 values 2^(j/16) sit in one 16-lane register, picked per lane by vpermps; 2^k is added to their
-// exponent field as an integer. exp(r) - 1 is r + r^2/2 + r^3/6 (9e-9 relative on that range), so a lane takes
-// 7 multiply-adds against exp_by_octaves' 9; the table and the integer operations issue on other ports. The
-// rounded sum's bits shifted left by 19 are k in the exponent field plus j << 19, which each table entry has
-// subtracted in advance; vpermps reads only their low 4 bits, j. With k <= 127, past 88.69 r grows up to 0.04,
-// and the cubic is then within 1.1e-7; larger inputs overflow to +inf in the last multiply-add; NaN stays.
-llvm::Value* exp_by_sixteenths(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x) {
-  llvm::Value* bits = rounded_bits(b, x, 23.083120654223414, 0, 16 * 128 - 1);
+// exp(x) = 2^k * 2^(j/P) * exp(r) for a table of P = 16 (AVX-512) or 8 (AVX2) parts of an octave:
+// n = round(P x / ln 2) = P k + j, r = x - n ln2/P in [-ln2/2P, ln2/2P]. The P values 2^(j/P) sit in one
+// P-lane register, picked per lane by vpermps; 2^k is added to their exponent field as an integer. exp(r) - 1
+// is r (1 + c1 r + c2 r^2): Taylor's 1/2, 1/6 over sixteenths (9e-9 relative), a minimax fit over eighths
+// (3e-8, Taylor's 1.6e-7), so a lane takes 7 multiply-adds against exp_by_octaves' 9; the table and the
+// integer operations issue on other ports. The rounded sum's bits shifted left by 23 - log2(P) are k in the
+// exponent field plus j shifted as far, which each table entry has subtracted in advance; vpermps reads only
+// their low bits, j. With n capped at 128 P - 1 (k <= 127), r grows up to ln2/P near float's overflow (past
+// 88.69 or 88.64), and the cubic is then within 3e-6; larger inputs overflow to +inf in the last multiply-add;
+// NaN stays.
+struct OctaveTable {
+  int parts;
+  llvm::Intrinsic::ID permute;  // (table, index) -> table[index mod parts], per lane
+  double c1, c2;
+};
+constexpr OctaveTable kSixteenths{16, llvm::Intrinsic::x86_avx512_permvar_sf_512, 0.5, 1.0 / 6};
+constexpr OctaveTable kEighths{8, llvm::Intrinsic::x86_avx2_permps, 0.5000660419464111, 0.1666424423456192};
+
+llvm::Value* exp_by_table(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, const OctaveTable& t) {
+  const int shift = 23 - std::countr_zero(unsigned(t.parts));
+  // ln 2 / 16 in a high part short enough that n * high is exact for |n| < 2048, doubled for eighths.
+  const double step = 16.0 / t.parts;
+  llvm::Value* bits = rounded_bits(b, x, t.parts / 0.6931471805599453, 0, t.parts * 128 - 1);
   llvm::Value* n = b.CreateFSub(b.CreateBitCast(bits, x->getType()), constant(x, kShifter));
-  llvm::Value* r = reduced(b, x, n, 0.0433197021484375, 1.9966364561696537e-06);
+  llvm::Value* r = reduced(b, x, n, 0.0433197021484375 * step, 1.9966364561696537e-06 * step);
   std::vector<float> entries;
-  for (int32_t j = 0; j < 16; ++j)
-    entries.push_back(std::bit_cast<float>(std::bit_cast<int32_t>(float(std::exp2(j / 16.0))) - (j << 19)));
-  llvm::Value* entry = b.CreateCall(llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::x86_avx512_permvar_sf_512),
+  for (int32_t j = 0; j < t.parts; ++j) {
+    const float power = float(std::exp2(double(j) / t.parts));
+    entries.push_back(std::bit_cast<float>(std::bit_cast<int32_t>(power) - (j << shift)));
+  }
+  llvm::Value* entry = b.CreateCall(llvm::Intrinsic::getDeclaration(&m, t.permute),
                                     {llvm::ConstantDataVector::get(b.getContext(), entries), bits});
-  llvm::Value* scale = b.CreateBitCast(b.CreateAdd(b.CreateBitCast(entry, bits->getType()), b.CreateShl(bits, 19)),
-                                       x->getType());
-  llvm::Value* q = b.CreateFMul(r, polynomial(b, r, {1.0, 0.5, 1.0 / 6}));
+  llvm::Value* scale = b.CreateBitCast(
+      b.CreateAdd(b.CreateBitCast(entry, bits->getType()), b.CreateShl(bits, uint64_t(shift))), x->getType());
+  llvm::Value* q = b.CreateFMul(r, polynomial(b, r, {1.0, t.c1, t.c2}));
   return b.CreateFAdd(b.CreateFMul(scale, q), scale);
 }
 
 }  // namespace
 
-llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512) {
+llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, VectorIsa isa) {
   // Contraction only: reassociated, (s - kShifter) would fold back to x / ln 2 unrounded, and the two
   // parts of ln 2 into one.
   llvm::IRBuilderBase::FastMathFlagGuard keep_caller_flags(b);
@@ -107,12 +123,14 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, boo
   llvm::Value* below = b.CreateFCmpOLT(x, constant(x, kLnMinNormal));
   llvm::Value* v = b.CreateSelect(below, constant(x, kLnMinNormal), x);
   auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
-  const bool sixteen_lanes = vector && vector->getNumElements() == 16 && vector->getElementType()->isFloatTy();
-  llvm::Value* y = avx512 && sixteen_lanes ? exp_by_sixteenths(b, m, v) : exp_by_octaves(b, v);
+  const unsigned lanes = vector && vector->getElementType()->isFloatTy() ? vector->getNumElements() : 0;
+  llvm::Value* y = isa.avx512 && lanes == 16 ? exp_by_table(b, m, v, kSixteenths)
+                   : isa.avx2 && lanes == 8  ? exp_by_table(b, m, v, kEighths)
+                                             : exp_by_octaves(b, v);
   return b.CreateSelect(below, llvm::Constant::getNullValue(x->getType()), y);
 }
 
-llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512) {
+llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, VectorIsa isa) {
   // erf(|x|) = 1 - t (a1 + a2 t + ... + a5 t^4) exp(-x^2), t = 1 / (1 + p |x|).
   // |x| is taken as at most 4, where erf is 1 in float (1 - 1.5e-8): past ~9.3, exp(-x^2) is a denormal,
   // and arithmetic on denormals takes a microcode assist per operation (dense 688x3072x768 + bias + GELU on
@@ -123,16 +141,16 @@ llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, boo
       b.CreateFDiv(constant(x, 1.0), b.CreateFAdd(constant(x, 1.0), b.CreateFMul(ax, constant(x, 0.3275911))));
   llvm::Value* poly = b.CreateFMul(
       t, polynomial(b, t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
-  llvm::Value* e = emit_exp(b, m, b.CreateFNeg(b.CreateFMul(ax, ax)), avx512);
+  llvm::Value* e = emit_exp(b, m, b.CreateFNeg(b.CreateFMul(ax, ax)), isa);
   llvm::Value* y = b.CreateFSub(constant(x, 1.0), b.CreateFMul(poly, e));
   return call_copysign(b, m, y, x);
 }
 
-llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, bool avx512) {
+llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x, VectorIsa isa) {
   // tanh(|x|) = 1 - 2 / (exp(2|x|) + 1), sign restored; exact to float near 0
   // is not needed for the absolute tolerance kernels are checked with.
   llvm::Value* ax = call(b, m, llvm::Intrinsic::fabs, x);
-  llvm::Value* e = emit_exp(b, m, b.CreateFMul(ax, constant(x, 2.0)), avx512);
+  llvm::Value* e = emit_exp(b, m, b.CreateFMul(ax, constant(x, 2.0)), isa);
   llvm::Value* y = b.CreateFSub(constant(x, 1.0), b.CreateFDiv(constant(x, 2.0), b.CreateFAdd(e, constant(x, 1.0))));
   return call_copysign(b, m, y, x);
 }
