@@ -163,8 +163,8 @@ struct StateData {
   // count; along a spatial axis at every level below the parallel one (the
   // vector axis at that one too), so that every register tile has a known
   // size and keeps its accumulators in registers (GEMM 49 x 2048 x 512 in row
-  // tiles of 18, then 6: its last row, a loop bounded at run time with
-  // accumulators in memory, took a seventh of the kernel's time).
+  // tiles of 18, then 6, ran its last row as a loop bounded at run time with
+  // the accumulators in memory: 1.77 ms, 1.45 with that row peeled, Zen 3).
   // lower/cpu/tiled_nest.cc peels; the model counts the copies.
   bool peels_remainder_at(const AnchorInfo& anchor, int level, int axis) const;
   // Whether level `level`'s loop over `axis` runs once whatever the sizes at
