@@ -541,7 +541,7 @@ bool register_tiles_sized_statically(const StateData& s, const AnchorInfo& an, i
 // (its spatial sizes; the reduction axes at their per-step size).
 struct BlockRate {
   double accumulators = 1;
-  double ilp = 1;     // min(1, accumulators / FMAs in flight)
+  double ilp = 1;     // min(1, accumulator chains / FMAs in flight)
   double issue = 1;   // the part of the step left to loads: ilp * issue = FMA cycles / step cycles
   double step_cycles = 1;  // how long a step lasts: its FMAs, its loads or one FMA latency, the longest
   double spilled = 0; // live vectors beyond the register file
@@ -646,8 +646,12 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   for (int a = 0; a < s.num_axes; ++a)
     elems *= a == s.vec_axis ? ceil_div(double(t[a]), W) * W : double(t[a]);
   r.accumulators = std::max(1.0, elems / W);
+  // Copies of a small block's accumulators run their chains side by side (accumulator_copies).
+  const auto copies = double(accumulator_copies(s, an, int64_t(r.accumulators), cpu.fma_latency * cpu.fma_units,
+                                                cpu.vector_registers));
   const double in_flight = calls_in_flight(s, an, r.accumulators);
-  r.ilp = an.is_reduction ? std::min(1.0, r.accumulators * in_flight / double(cpu.fma_latency * cpu.fma_units)) : 1.0;
+  const double chains = r.accumulators * copies * in_flight;
+  r.ilp = an.is_reduction ? std::min(1.0, chains / double(cpu.fma_latency * cpu.fma_units)) : 1.0;
   double loads = 0;
   // Operand registers live across one reduction step: the vectors of the
   // access with the fewest (kept for the whole tile; an outer product) plus
@@ -729,13 +733,13 @@ BlockRate block_rate(const StateData& s, const AnchorInfo& an, const CpuSpec& cp
   const double copies_live = sliding_live > 0 ? sliding_live
                              : slides         ? (operand_vectors + 1) * double(unrolled.copies)
                                               : operand_vectors + 1;
-  const double live = (an.is_reduction ? r.accumulators : 0) + (an.accesses.empty() ? 0 : copies_live);
+  const double live = (an.is_reduction ? r.accumulators * copies : 0) + (an.accesses.empty() ? 0 : copies_live);
   r.spilled = std::max(0.0, live - double(cpu.vector_registers));
   // A step lasts as long as its FMAs, its loads (in cycles) or, for a
   // reduction, one FMA latency (each accumulator's chain; shared by the
   // calls in flight); these overlap, so ilp * issue = FMA cycles / the longest.
   const double fma_cycles = r.accumulators / cpu.fma_units;
-  const double chain = an.is_reduction ? double(cpu.fma_latency) / in_flight : 0.0;
+  const double chain = an.is_reduction ? double(cpu.fma_latency) / (in_flight * copies) : 0.0;
   r.step_cycles = std::max({fma_cycles, chain, loads});
   r.issue = std::max(fma_cycles, chain) / r.step_cycles;
   return r;

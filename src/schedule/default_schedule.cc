@@ -90,6 +90,8 @@ int64_t l1_sets_reached(int64_t lines_apart, const CpuCaches& caches) {
 
 CpuCaches cpu_caches_of(const CpuSpec& cpu) {
   CpuCaches c;
+  c.fma_chains = std::max(1, cpu.fma_latency * cpu.fma_units);
+  c.vector_registers = cpu.vector_registers;
   if (cpu.caches.empty()) return c;
   const CacheLevel& l1 = cpu.caches.front();
   c.line_bytes = int(l1.line_bytes);

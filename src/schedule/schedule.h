@@ -41,9 +41,10 @@ struct StageSchedule {
 // ahead for runs shorter than this, which no prefetcher follows.
 constexpr double kPrefetchLeadBytes = 512;
 
-// What CPU lowering reads of the target's caches: how transposing copies
-// are blocked and how micro-kernels prefetch, which the cost model counts
-// too (default_schedule fills it from the spec).
+// What CPU lowering reads of the target's caches and core: how transposing
+// copies are blocked, how micro-kernels prefetch and how many accumulators
+// they keep, which the cost model counts too (default_schedule fills it
+// from the spec).
 struct CpuCaches {
   int line_bytes = 64;  // the L1 cache line
   int l1_sets = 64;     // L1's sets and ways (how far ahead micro-kernels prefetch)
@@ -59,6 +60,11 @@ struct CpuCaches {
   // L2's bytes one core can count on; 0 where unknown. Packs of an operand
   // larger than this prefetch the next pack's source into L2 (tiled_nest.h).
   int64_t l2_bytes = 0;
+  // FMAs one core keeps in flight (the FMA latency times the FMA units) and
+  // its vector registers: how many copies of a small register block's
+  // accumulators micro-kernels cycle through (accumulator_copies, state.h).
+  int fma_chains = 1;
+  int vector_registers = 16;
 };
 
 struct Access;

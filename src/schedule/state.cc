@@ -199,6 +199,22 @@ UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an) {
   return {};
 }
 
+int64_t accumulator_copies(const StateData& s, const AnchorInfo& an, int64_t accumulator_vectors, int fma_chains,
+                           int vector_registers) {
+  const UnrolledReduction unrolled = unrolled_reduction(s, an);
+  if (!an.is_reduction || unrolled.axis < 0 || (s.vec_axis >= 0 && an.is_reduce_axis(s.vec_axis)) ||
+      accumulator_vectors <= 0 || call_trips(s, an, unrolled.axis) <= StateData::kWholeUnrollTrips ||
+      !an.padding.empty())
+    return 1;
+  for (const Access& x : an.accesses)
+    if (x.guarded) return 1;
+  // Operands beside the accumulators: a vector per accumulator at most, a broadcast, one in flight.
+  const int64_t operands = accumulator_vectors + 2;
+  int64_t copies = (fma_chains + accumulator_vectors - 1) / accumulator_vectors;
+  while (copies > 1 && copies * accumulator_vectors + operands > vector_registers) --copies;
+  return std::max<int64_t>(copies, 1);
+}
+
 std::optional<BorderTiles> border_tiles(const StateData& s, const AnchorInfo& an, int axis, int64_t base,
                                         int64_t size) {
   const PaddedAxis* padded = nullptr;

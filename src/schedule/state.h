@@ -207,6 +207,21 @@ struct UnrolledReduction {
 };
 UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an);
 
+// How many copies of its accumulators a register block of
+// `accumulator_vectors` vectors cycles through along the unrolled reduction
+// loop (step k into copy k mod copies, the copies summed at the end): a
+// block with fewer vectors than the core keeps FMAs in flight
+// (`fma_chains`: the FMA latency times the FMA units) waits on each FMA's
+// latency, and a remainder's last row has few (a GEMM's 37th row in tiles
+// of 6x16 on AVX2: 2 vectors, 8 FMAs in flight). As many copies as fill
+// the chains, fewer where they and the block's operands would outgrow the
+// `vector_registers`; 1 where the loop is unrolled whole (a window's taps),
+// runs along the vector axis, or reads through a padding guard (its steps
+// test per element). Lowering builds the copies (lower/cpu/tiled_nest.cc)
+// and the model counts them (construct/analytic_model.cc, block_rate).
+int64_t accumulator_copies(const StateData& s, const AnchorInfo& an, int64_t accumulator_vectors, int fma_chains,
+                           int vector_registers);
+
 // Trips of the micro-kernel's loop over reduction axis `r` in one call: the
 // innermost cache tile's size, cut to the axis (the loop runs to the axis's
 // end, whatever its tile's size).

@@ -522,6 +522,56 @@ TEST(States, TheModelKnowsWhichNestsPeelTheirRemainders) {
   EXPECT_GE(cut_at_run_time, 10);
 }
 
+// A register block of few accumulator vectors (a narrow tile, the last row
+// of 37) cycles through copies of them along the unrolled reduction loop,
+// step k into copy k mod copies, as many as fill the FMAs in flight
+// (accumulator_copies): the loop IR has the copies' unrolled loop, and a
+// tail where they do not divide the trips; a block of many vectors keeps
+// one set; every kernel matches the reference, the trips divided or not.
+TEST(States, SmallRegisterBlocksCycleThroughCopiesOfTheirAccumulators) {
+  const std::regex copies_loop(R"(unrolled for c_k in \[0, (\d+)\))"), tail_loop(R"(for e_k_t in \[0, )");
+  for (const HwSpec& hw : {load_hwspec("haswell_avx2"), detect_host_cpu()}) {
+    const CpuCaches caches = cpu_caches_of(hw.cpu);
+    ASSERT_GT(caches.fma_chains, 1) << hw.name;
+    for (const char* K : {"67", "64"}) {
+      const Operator op = make_operator("matmul", {{"M", "37"}, {"N", "45"}, {"K", K}});
+      const Task task = make_task(op, hw, 1);
+      const AnchorInfo& anchor = *task.anchor;
+      const auto inputs = random_inputs(op, 5);
+      std::mt19937_64 rng(std::hash<std::string>()(hw.name + K));
+      int split = 0, whole = 0, tails = 0;
+      for (int sample = 0; sample < 400 && (split < 4 || whole < 1); ++sample) {
+        const State state = test::random_state(anchor, hw, rng, 6 + sample % 20);
+        if (state->vec_width == 1 || anchor.is_reduce_axis(state->vec_axis)) continue;
+        const int reg = state->reg_level();
+        const int64_t W = state->vec_width, R = state->tile[reg][0], C = state->tile[reg][1];
+        const int64_t vectors = R * ((C + W - 1) / W);
+        const int64_t tile_copies = accumulator_copies(*state, anchor, vectors, caches.fma_chains,
+                                                       caches.vector_registers);
+        const int64_t most = accumulator_copies(*state, anchor, 1, caches.fma_chains, caches.vector_registers);
+        const Schedule schedule = schedule_with_state(task, state);
+        const std::string ir = to_text(lower(op, schedule));
+        std::set<int64_t> seen;
+        for (auto it = std::sregex_iterator(ir.begin(), ir.end(), copies_loop); it != std::sregex_iterator(); ++it)
+          seen.insert(std::stoll((*it)[1]));
+        for (int64_t c : seen) EXPECT_TRUE(c > 1 && c <= most) << state->str() << ": " << c << " copies";
+        if (most == 1) EXPECT_TRUE(seen.empty()) << state->str();
+        // The full tile's block, where its K loop runs its copies' trips.
+        const bool full_tile_runs = R <= 37 && C <= 45 &&
+                                    call_trips(*state, anchor, 2) >= tile_copies;
+        if (tile_copies > 1 && full_tile_runs) EXPECT_TRUE(seen.count(tile_copies)) << state->str() << "\n" << ir;
+        if (seen.empty() && most == 1) continue;
+        (seen.empty() ? whole : split) += 1;
+        tails += std::regex_search(ir, tail_loop);
+        EXPECT_TRUE(test::run_and_check(op, compile_schedule(op, schedule, hw, 1), inputs).ok) << state->str();
+      }
+      EXPECT_GE(split, 4) << hw.name << " K=" << K << ": too few sampled states split their accumulators";
+      EXPECT_GE(whole, 1) << hw.name << " K=" << K << ": too few sampled states keep one set";
+      if (std::string(K) == "67") EXPECT_GE(tails, 1) << hw.name << ": no copies left a tail";
+    }
+  }
+}
+
 // A GEMM's B read in place, its rows N floats apart and a register tile's
 // run of them read per step, is prefetched some steps ahead: one hint per
 // line of the run and one at its last element, on the first pass over B's
@@ -591,19 +641,28 @@ TEST(States, HintsGoOnTheFirstPassUnlessTheMicroKernelReadsFasterThanL2) {
       end = ir.find('\n', end + 1);
     return ir.substr(at, end == std::string::npos ? std::string::npos : end - at);
   };
+  // Where B's hint `hint`, written at step e_k, is in `ir`: blocks of few
+  // accumulators step through copies of them, at e_k = e_k_o * copies + c_k
+  // (accumulator_copies).
+  auto find_hint = [](const std::string& ir, const std::string& hint) {
+    const std::string escaped = std::regex_replace(hint, std::regex(R"([\[\]()*+])"), R"(\$&)");
+    const std::regex at(std::regex_replace(escaped, std::regex("e_k"), R"((?:e_k|\(\(e_k_o \* \d+\) \+ c_k\)))"));
+    std::smatch m;
+    return std::regex_search(ir, m, at) ? size_t(m.position(0)) : std::string::npos;
+  };
   // 1 x 80: 320 bytes a step against 5 FMAs' 110, five passes: every pass
   // hinted, with no second copy of the loops.
   std::string ir = loop_ir("tile_grow 3 1\ntile_grow 3 1\ntile_grow 3 1\ntile_grow 3 1\n");
-  EXPECT_LT(ir.find("prefetch B[(((e_k + 5) * 83) + (t3_j * 80))]"), ir.find("if (t3_i == 0):")) << ir;
+  EXPECT_LT(find_hint(ir, "prefetch B[(((e_k + 5) * 83) + (t3_j * 80))]"), ir.find("if (t3_i == 0):")) << ir;
   // 2 x 16: 64 bytes against 2 FMAs' 44, three passes: likewise.
   const std::string row_hint = "prefetch B[(((e_k + 16) * 83) + (t3_j * 16))]";
   ir = loop_ir("tile_grow 3 0\n");
-  EXPECT_LT(ir.find(row_hint), ir.find("if (t3_i == 0):")) << ir;
+  EXPECT_LT(find_hint(ir, row_hint), ir.find("if (t3_i == 0):")) << ir;
   // 3 x 16: 64 bytes against 3 FMAs' 66, two passes: the first hinted.
   ir = loop_ir("tile_grow 3 0\ntile_grow 3 0\n");
   const size_t first = ir.find("if (t3_i == 0):");
   ASSERT_NE(first, std::string::npos) << ir;
-  EXPECT_NE(block(ir, first).find(row_hint), std::string::npos) << ir;
+  EXPECT_NE(find_hint(block(ir, first), row_hint), std::string::npos) << ir;
   const size_t rest = ir.find("else:", first);
   ASSERT_NE(rest, std::string::npos) << ir;
   EXPECT_EQ(block(ir, rest).find("prefetch"), std::string::npos) << ir;

@@ -768,9 +768,10 @@ TEST(AnalyticModel, ShortCallsThatFinishTheirReductionRunTheirChainsSideBySide) 
   // One accumulator a call: each of its FMAs waits for the last. A 3x3
   // depthwise call is 9 FMAs that finish its outputs; the next call's start
   // from fresh accumulators and the reorder window holds many such calls, so
-  // their chains overlap. A GEMM call down K = 1024 fills the window alone,
-  // and calls over K = 32 cut in two blocks wait for each other's
-  // accumulators; over K = 32 whole they overlap.
+  // their chains overlap. GEMM calls over K = 4 (a loop unrolled whole: no
+  // copies of the accumulator, accumulator_copies) overlap likewise, and
+  // wait for each other's accumulator cut in two blocks. A call down
+  // K = 1024 fills the window alone, its accumulator's copies its chains.
   const HwSpec spec = load_hwspec("zen4_server");
   const double alone = 1.0 / (spec.cpu.fma_latency * spec.cpu.fma_units);
   auto ilp = [&](const Operator& op, const std::vector<std::string>& steps) {
@@ -783,9 +784,9 @@ TEST(AnalyticModel, ShortCallsThatFinishTheirReductionRunTheirChainsSideBySide) 
       {{"N", "1"}, {"H", "14"}, {"W", "14"}, {"C", "64"}, {"KH", "3"}, {"KW", "3"}, {"stride", "1"}, {"pad", "1"}});
   EXPECT_DOUBLE_EQ(ilp(depthwise, {"vectorize 3 16"}), 1);
   auto matmul = [](int k) { return make_operator("matmul", {{"M", "64"}, {"N", "64"}, {"K", std::to_string(k)}}); };
-  EXPECT_DOUBLE_EQ(ilp(matmul(1024), {"vectorize 1 16"}), alone);
-  EXPECT_DOUBLE_EQ(ilp(matmul(32), {"vectorize 1 16"}), 1);
-  EXPECT_DOUBLE_EQ(ilp(matmul(32), {"vectorize 1 16", "tile_shrink 2 2"}), alone);
+  EXPECT_DOUBLE_EQ(ilp(matmul(4), {"vectorize 1 16"}), 1);
+  EXPECT_DOUBLE_EQ(ilp(matmul(4), {"vectorize 1 16", "tile_shrink 2 2"}), alone);
+  EXPECT_DOUBLE_EQ(ilp(matmul(1024), {"vectorize 1 16"}), 1);
 }
 
 TEST(AnalyticModel, WindowRowsReadOnceFromL2CostNothingWhenTheyCrowdASet) {
@@ -870,35 +871,48 @@ double compute_per_flop(const HwSpec& spec, int64_t M, const std::vector<std::st
 }
 
 TEST(AnalyticModel, OneAccumulatorIsBoundByTheFmaLatencyAlone) {
-  // One vector accumulator: each reduction step waits for the previous
-  // FMA (fma_latency cycles) while its two loads take one cycle beside it;
-  // the step costs the latency, not the latency and the loads one after
-  // the other.
+  // One vector accumulator, its K loop unrolled whole (K = 4: no copies of
+  // it, accumulator_copies) and cut in blocks of 2 (each call waits for the
+  // last's): each reduction step waits for the previous FMA (fma_latency
+  // cycles) while its two loads take one cycle beside it; the step costs the
+  // latency, not the latency and the loads one after the other.
   const HwSpec spec = load_hwspec("haswell_avx2");
-  State s;
-  const double t = compute_per_flop(spec, 16, {"vectorize 1 8"}, &s);
+  const Task task = make_task(make_operator("matmul", {{"M", "16"}, {"N", "64"}, {"K", "4"}}), spec, 1);
+  const State s = apply_all(task, {"vectorize 1 8", "tile_shrink 2 2"});
   ASSERT_EQ(s->tile[s->reg_level()][0] * 100 + s->tile[s->reg_level()][1], 108) << s->str();
+  const double t = estimate(*task.anchor, *s, spec, 1).compute_s / (2.0 * 16 * 64 * 4);
   const double at_peak = 1 / (spec.cpu.peak_gflops_per_core * 1e9);
   EXPECT_NEAR(t / at_peak, double(spec.cpu.fma_latency * spec.cpu.fma_units), 1e-9);
+  // Down K = 256, it cycles through copies enough to hide the latency: its
+  // two loads, a cycle, bound the step.
+  EXPECT_NEAR(compute_per_flop(spec, 16, {"vectorize 1 8"}) / at_peak, double(spec.cpu.fma_units), 1e-9);
 }
 
 TEST(AnalyticModel, PeeledRemaindersRunAtTheirOwnRate) {
-  // A register tile of 6 rows x 2 vectors (12 accumulators: enough to hide
-  // the FMA latency) over M = 12 runs whole; over M = 7 its last row is a
-  // peeled body of 2 accumulators, latency bound, doing a seventh of the
-  // work at a fraction of the rate.
+  // A register tile of 2 rows x 5 vectors (10 accumulators: enough to hide
+  // the FMA latency) over M = 4 runs whole; over M = 3 its last row is a
+  // peeled body of 5 accumulators, which 16 registers leave no room to copy
+  // (accumulator_copies), latency bound, doing a third of the work at a
+  // fraction of the rate.
   const HwSpec spec = load_hwspec("haswell_avx2");
-  std::vector<std::string> steps = {"vectorize 1 8", "tile_grow 3 1"};
-  steps.insert(steps.end(), 5, "tile_grow 3 0");
+  ASSERT_EQ(spec.cpu.vector_registers, 16);
+  std::vector<std::string> steps = {"vectorize 1 8", "tile_grow 3 0"};
+  steps.insert(steps.end(), 4, "tile_grow 3 1");
+  auto per_flop = [&](int64_t M, State* out) {
+    const Operator op = make_operator("matmul", {{"M", std::to_string(M)}, {"N", "40"}, {"K", "256"}});
+    const Task task = make_task(op, spec, 1);
+    *out = apply_all(task, steps);
+    return estimate(*task.anchor, **out, spec, 1).compute_s / (2.0 * double(M) * 40 * 256);
+  };
   State whole, cut;
-  const double t_whole = compute_per_flop(spec, 12, steps, &whole);
-  const double t_cut = compute_per_flop(spec, 7, steps, &cut);
+  const double t_whole = per_flop(4, &whole);
+  const double t_cut = per_flop(3, &cut);
   const int reg = whole->reg_level();
-  ASSERT_EQ(whole->tile[reg][0] * 100 + whole->tile[reg][1], 616) << whole->str();
-  ASSERT_EQ(cut->tile[reg][0] * 100 + cut->tile[reg][1], 616) << cut->str();
-  // The 2-accumulator row: fma_latency cycles per step instead of one.
-  const double tail_slowdown = double(spec.cpu.fma_latency) / (2.0 / spec.cpu.fma_units);
-  EXPECT_NEAR(t_cut / t_whole, 6.0 / 7 + tail_slowdown / 7, 1e-6);
+  ASSERT_EQ(whole->tile[reg][0] * 100 + whole->tile[reg][1], 240) << whole->str();
+  ASSERT_EQ(cut->tile[reg][0] * 100 + cut->tile[reg][1], 240) << cut->str();
+  // The 5-accumulator row: fma_latency cycles per step instead of 5 / fma_units.
+  const double tail_slowdown = double(spec.cpu.fma_latency) / (5.0 / spec.cpu.fma_units);
+  EXPECT_NEAR(t_cut / t_whole, 2.0 / 3 + tail_slowdown / 3, 1e-6);
 }
 
 TEST(AnalyticModel, AnUnrolledWindowLoopKeepsItsCopiesOperandsLive) {

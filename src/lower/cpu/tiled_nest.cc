@@ -549,6 +549,19 @@ class TiledNest {
     std::vector<std::tuple<Var, Expr, ForKind, int>> loops;  // outermost first
   };
 
+  // The vectors (elements where scalar) of a register block of tiles `r`
+  // whose sizes are known: the accumulators its micro-kernel keeps.
+  int64_t block_vectors(const std::vector<Region>& r) const {
+    const int W = s_.vec_axis >= 0 ? s_.vec_width : 1;
+    int64_t vectors = 1;
+    for (int a : element_order_) {
+      const int64_t R = s_.tile[reg_][a];
+      const int64_t size = r[a].const_size ? std::min(*r[a].const_size, R) : R;
+      vectors *= a == s_.vec_axis ? (size + W - 1) / W : size;
+    }
+    return vectors;
+  }
+
   // Loops over the register tile's elements (fast: unrolled, vector axis
   // split into unrolled vectors; slow: bounded by the actual sizes).
   Elements elements(const std::vector<Region>& r, bool fast) {
@@ -853,13 +866,24 @@ class TiledNest {
     const int64_t RL = rv >= 0 ? s_.tile[reg_][rv] : 1;
     int64_t acc_size = RL;
     for (int a : element_order_) acc_size *= s_.tile[reg_][a];
+    // The loop unrolled is the innermost that runs more than once, as the
+    // model assumes (unrolled_reduction): a loop of one trip inside it
+    // would take the unroll and leave a few taps' loop rolled.
+    int unrolled = int(reduce_order_.size()) - 1;
+    while (unrolled > 0 && r[reduce_order_[unrolled]].size.as_const_int() == int64_t(1)) --unrolled;
+    const int unrolled_axis = reduce_order_[size_t(unrolled)];
+    int64_t copies = fast ? accumulator_copies(s_, an_, block_vectors(r), in_.caches.fma_chains,
+                                               in_.caches.vector_registers)
+                          : 1;
+    if (r[unrolled_axis].const_size.value_or(0) < copies) copies = 1;
     // Along a spatial vector axis the register tile is whole vectors, and a
     // partial vector's dead lanes lie past the axis's end.
-    auto acc = std::make_shared<BufferNode>(BufferNode{"acc", an_.stage.dtype(), {make_int(acc_size)}, rv < 0});
-    auto acc_index = [&](const Expr& lane) {
+    auto acc =
+        std::make_shared<BufferNode>(BufferNode{"acc", an_.stage.dtype(), {make_int(acc_size * copies)}, rv < 0});
+    auto acc_index = [&](const Expr& lane, const Expr& copy = make_int(0)) {
       Expr flat = make_int(0);
       for (int a : element_order_) flat = flat * s_.tile[reg_][a] + el.e[a];
-      return flat * RL + lane;
+      return flat * RL + lane + copy * acc_size;
     };
     const ReduceOp op = an_.reduce_op;
     const DType type = an_.stage.dtype();
@@ -874,6 +898,8 @@ class TiledNest {
     } else {
       Expr start = first.defined() ? select(first, identity, make_load(in_.out, out_index)) : identity;
       init = wrap(el, make_store(acc, acc_index(make_int(0)), start));
+      for (int64_t c = 1; c < copies; ++c)
+        init = make_seq({init, wrap(el, make_store(acc, acc_index(make_int(0), make_int(c)), identity))});
     }
 
     // reduction loops, outer-product form inside
@@ -884,8 +910,8 @@ class TiledNest {
       e[a] = rvars.back();
       ranges_[rvars.back().get()] = {make_int(0), r[a].size - 1};
     }
-    auto combine_into = [&](const Expr& lane, const Expr& value) {
-      return make_store(acc, acc_index(lane), combine(make_load(acc, acc_index(lane)), value));
+    auto combine_into = [&](const Expr& lane, const Expr& value, const Expr& copy = make_int(0)) {
+      return make_store(acc, acc_index(lane, copy), combine(make_load(acc, acc_index(lane, copy)), value));
     };
     auto accumulate = [&](const Expr& lane, const std::vector<Expr>& at) {
       return combine_into(lane, source_at(r, at));
@@ -928,16 +954,42 @@ class TiledNest {
       if (skips.per_element.defined()) kept = wrap_where(el, skips.per_element, accumulate(make_int(0), e));
       update = kept ? *kept : wrap(el, accumulate(make_int(0), e));
     }
-    // The loop unrolled is the innermost that runs more than once, as the
-    // model assumes (unrolled_reduction): a loop of one trip inside it
-    // would take the unroll and leave a few taps' loop rolled.
-    int unrolled = int(reduce_order_.size()) - 1;
-    while (unrolled > 0 && r[reduce_order_[unrolled]].size.as_const_int() == int64_t(1)) --unrolled;
+    // Copies of the accumulators (accumulator_copies): step k of the
+    // unrolled loop into copy k mod copies, the reduction loops inside it (of
+    // one trip) at their only step. The rule allows them only where the
+    // update is the plain one above (no guards, no reduction along the
+    // vector).
+    auto split_steps = [&](bool hinted) {
+      const int64_t n = *r[unrolled_axis].const_size;
+      const std::string name = an_.axes[unrolled_axis].name();
+      Var outer("e_" + name + "_o"), copy("c_" + name), tail("e_" + name + "_t");
+      ranges_[outer.get()] = {make_int(0), make_int(n / copies - 1)};
+      ranges_[copy.get()] = {make_int(0), make_int(copies - 1)};
+      ranges_[tail.get()] = {make_int(0), make_int(std::max<int64_t>(0, n % copies - 1))};
+      auto step = [&](const Expr& position, const Expr& into) {
+        std::vector<Expr> at = e;
+        for (size_t k = size_t(unrolled) + 1; k < reduce_order_.size(); ++k) at[reduce_order_[k]] = make_int(0);
+        at[unrolled_axis] = position;
+        Stmt body = wrap(el, combine_into(make_int(0), source_at(r, at), into));
+        const Stmt hints = hinted ? prefetches(r, at, unrolled_axis).hints : nullptr;
+        return hints ? make_seq({hints, body}) : body;
+      };
+      Stmt copy_steps = make_for(copy, make_int(copies), ForKind::Unrolled, step(Expr(outer) * copies + copy, copy));
+      Stmt steps = make_for(outer, make_int(n / copies), ForKind::Serial, copy_steps, 1,
+                            int(std::max<int64_t>(1, s_.unroll / copies)));
+      if (n % copies == 0) return steps;
+      return make_seq({steps, make_for(tail, make_int(n % copies), ForKind::Serial,
+                                       step(n / copies * copies + Expr(tail), make_int(0)))});
+    };
     auto reduction_loops = [&](Stmt body, const Stmt& ahead) {
       for (int k = int(reduce_order_.size()) - 1; k >= 0; --k) {
         const int a = reduce_order_[k];
         if (a == rv && fast) continue;
         const bool innermost = k == unrolled;
+        if (copies > 1 && k >= unrolled) {
+          if (innermost) body = split_steps(ahead != nullptr);
+          continue;
+        }
         // A window's few taps are unrolled whole whatever the factor (StateData::unroll).
         const std::optional<int64_t> taps = r[a].size.as_const_int();
         const int whole = taps && *taps <= StateData::kWholeUnrollTrips ? int(*taps) : 0;
@@ -948,11 +1000,15 @@ class TiledNest {
       }
       return body;
     };
-    const Prefetches ahead = rv < 0 ? prefetches(r, e, reduce_order_[size_t(unrolled)]) : Prefetches{};
+    const Prefetches ahead = rv < 0 ? prefetches(r, e, unrolled_axis) : Prefetches{};
     if (!ahead.hints || !ahead.first_pass.defined()) update = reduction_loops(update, ahead.hints);
     else update = make_if(ahead.first_pass, reduction_loops(update, ahead.hints), reduction_loops(update, nullptr));
 
-    // write-back
+    // write-back, the copies summed into the first
+    for (int64_t c = 1; c < copies; ++c) {
+      const Expr partial = make_load(acc, acc_index(make_int(0), make_int(c)));
+      update = make_seq({update, wrap(el, combine_into(make_int(0), partial))});
+    }
     Expr value = make_load(acc, acc_index(make_int(0)));
     if (rv >= 0 && first.defined()) value = select(first, value, combine(make_load(in_.out, out_index), value));
     auto write_back = [&](const Expr& v) {
