@@ -73,13 +73,9 @@ double demand_bandwidth(const CpuSpec& c, size_t i, double run, bool crowd) {
 constexpr double kPageBytes = 4096;
 constexpr double kTrackedRuns = 16;
 
-// Bytes per second packing into the private cache at tile level `level`:
-// the region is read from the next level out (`scattered`: in runs no
-// prefetcher follows).
-double fill_bandwidth(const StateData& s, const HwSpec& hw, int level, bool scattered = false) {
-  const size_t from = size_t(std::max(0, s.reg_level() - 1 - level)) + 1;  // 1: L2
-  return scattered ? scattered_bandwidth(hw.cpu, from) : read_bandwidth(hw.cpu, from);
-}
+// The memory level a pack into the private cache at tile level `level`
+// fills from: the next level out, where its parent tile lives (1: L2).
+size_t pack_source_level(const StateData& s, int level) { return size_t(std::max(0, s.reg_level() - 1 - level)) + 1; }
 
 // Whether cache `level` is filled from far away: from a cache other cores
 // share, from one past the core's first two levels (a VM may show its last
@@ -117,12 +113,18 @@ double repeated_sweep_missed(const CacheLevel& c, size_t level, double bytes, do
   return std::max(0.0, bytes - usable_capacity(c)) / bytes;
 }
 
-// Bytes per second one core reads from the nearest level, from `first` (0:
-// L1) outward, whose usable capacity holds `bytes` (memory past the last).
-double bandwidth_of_level_holding(const CpuSpec& cpu, double bytes, size_t first) {
+// The nearest memory level, from `first` (0: L1) outward, whose usable
+// capacity holds `bytes` (memory past the last): where a run of the kernel
+// finds a tensor of that size, as kernels run repeatedly.
+size_t level_holding(const CpuSpec& cpu, double bytes, size_t first) {
   size_t level = first;
   while (level < cpu.caches.size() && bytes > usable_capacity(cpu.caches[level])) ++level;
-  return read_bandwidth(cpu, level);
+  return level;
+}
+
+// Bytes per second one core reads from that level.
+double bandwidth_of_level_holding(const CpuSpec& cpu, double bytes, size_t first) {
+  return read_bandwidth(cpu, level_holding(cpu, bytes, first));
 }
 
 // How many times its own bytes the data tile of `x` occupies in a cache
@@ -1245,6 +1247,7 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
   for (int a = 0; a < an.num_spatial; ++a) outer_trips *= trip(0, a);
 
   // --- packing ---
+  double hiding_s = est.compute_s;  // what the micro-kernels' time has left to hide packs' reads behind
   for (size_t i = 0; i < s.pack.size(); ++i) {
     if (s.pack[i] < 0) continue;
     const int level = s.pack_level(s.pack[i]);
@@ -1270,8 +1273,35 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
       run_bytes = 4 * x.run_elems(extent.data());
     }
     const double bytes = 4 * region * count, demand = demand_share(run_bytes);
-    est.pack_s += bytes * (2 - demand) / fill_bandwidth(s, hw, level) +
-                  bytes * demand / fill_bandwidth(s, hw, level, true) +
+    // Written into the cache the pack's parent tile lives in, and read from
+    // there, but for each element's first pack, which reads it from where
+    // the operand lives between runs (matmul 7x4096x1000's B, 16 MB, packed
+    // once a call in panels of 24 x 200, rows 16 KB apart: from memory, a
+    // call 2.8 ms where packing from L3 was estimated at 1.4, against 1.2 for
+    // B read in place). Where lowering asks L2 for the next region's source
+    // during the current one's micro-kernels (an operand that outgrows L2,
+    // in regions read as vector runs: lower/cpu/tiled_nest.cc), reads from
+    // a farther cache hide behind the micro-kernels' time, up to it (a 3x3
+    // convolution's 9.4 MB of weights, packed 16 input by 24 output channels
+    // at a time from L3: charged in full, the pick of 7x7 512->512 left
+    // packing for a state that ran 1.4x the time); from memory they do not
+    // (matmul 37x4096x1000, B packed 100 x 24 at a time and so hidden, was
+    // picked over B packed 100 x 480 and ran 1.16x the time).
+    const size_t near = pack_source_level(s, level);
+    double operand_bytes = x.const_shape.empty() ? bytes : 4;  // symbolic: as many as the packs read
+    for (int64_t d : x.const_shape) operand_bytes *= double(d);
+    const size_t far = level_holding(cpu, operand_bytes, near);
+    const double first = std::min(bytes, operand_bytes);
+    auto read_s = [&](double b, size_t from) {
+      return b * (1 - demand) / read_bandwidth(cpu, from) + b * demand / scattered_bandwidth(cpu, from);
+    };
+    const bool ahead = count > 1 && !s.packs_halo(an, i) && reads_vector_runs(s, an, x) &&
+                       operand_bytes > double(caches.l2_bytes) && 16 * region <= double(caches.l2_bytes) &&
+                       far < cpu.caches.size();
+    const double farther_s = read_s(first, far) - read_s(first, near);
+    const double hidden_s = ahead ? std::min(farther_s, hiding_s) : 0;
+    hiding_s -= hidden_s;
+    est.pack_s += bytes / read_bandwidth(cpu, near) + read_s(bytes, near) + farther_s - hidden_s +
                   region * count / ((s.reads_through_guard(an, i) ? 1 : 4) * freq);
   }
   // A materialized producer is computed once over the region the nest
