@@ -213,11 +213,11 @@ UnrolledReduction unrolled_reduction(const StateData& s, const AnchorInfo& an);
 // block with fewer vectors than the core keeps FMAs in flight
 // (`fma_chains`: the FMA latency times the FMA units) waits on each FMA's
 // latency, and a remainder's last row has few (a GEMM's 37th row in tiles
-// of 6x16 on AVX2: 2 vectors, 8 FMAs in flight). As many copies as fill
-// the chains, fewer where they and the block's operands would outgrow the
-// `vector_registers`; 1 where the loop is unrolled whole (a window's taps),
-// runs along the vector axis, or reads through a padding guard (its steps
-// test per element). Lowering builds the copies (lower/cpu/tiled_nest.cc)
+// of 6x16 on Zen 3: 2 vectors, against 8 FMAs in flight). As many copies as
+// fill the chains, fewer where they and the block's operands would outgrow
+// the `vector_registers`; 1 where the loop is unrolled whole (a window's
+// taps), where the vector runs along a reduction axis, or where the anchor
+// reads through a padding guard (its steps test per element). Lowering builds the copies (lower/cpu/tiled_nest.cc)
 // and the model counts them (construct/analytic_model.cc, block_rate).
 int64_t accumulator_copies(const StateData& s, const AnchorInfo& an, int64_t accumulator_vectors, int fma_chains,
                            int vector_registers);

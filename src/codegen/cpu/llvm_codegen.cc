@@ -45,8 +45,8 @@ class FunctionEmitter {
  public:
   FunctionEmitter(llvm::Module& m, const CpuSpec& cpu)
       : m_(m), ctx_(m.getContext()), b_(ctx_), cpu_(cpu),
-        avx2_(target_has(cpu, "avx2")), avx512_(target_has(cpu, "avx512f")),
-        masked_loads_(avx512_ || target_has(cpu, "avx")) {
+        isa_{target_has(cpu, "avx2"), target_has(cpu, "avx512f")},
+        masked_loads_(isa_.avx512 || target_has(cpu, "avx")) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     fmf.setAllowReassoc(true);
@@ -272,7 +272,7 @@ class FunctionEmitter {
       return short_vector(f, b_.getInt64(0), c->getSExtValue());
     Value* begin = b_.getInt64(0);
     vec_var_ = f->var.get();
-    const bool masked = f->masked_remainder && (avx512_ || (masked_loads_ && llvm::isa<llvm::ConstantInt>(extent)));
+    const bool masked = f->masked_remainder && (isa_.avx512 || (masked_loads_ && llvm::isa<llvm::ConstantInt>(extent)));
     for (int w = f->lanes; w > 1 && remainder_width(w, f->lanes) && (w == f->lanes || !masked); w /= 2) {
       lanes_ = w;
       if (w == f->lanes && loads_can_lead_stores(f)) {
@@ -565,7 +565,7 @@ class FunctionEmitter {
     Value* ptr = b_.CreateGEP(elt, base, index);
     if (!tail_mask_) return void(b_.CreateAlignedStore(value, ptr, align));
     if (!llvm::isa<llvm::AllocaInst>(base)) {
-      if (avx512_) return void(b_.CreateMaskedStore(value, ptr, align, tail_mask_));
+      if (isa_.avx512) return void(b_.CreateMaskedStore(value, ptr, align, tail_mask_));
       return store_live_lanes(value, elt, ptr);
     }
     // A stack buffer has a vector of slack past its end: the dead lanes
@@ -676,7 +676,7 @@ class FunctionEmitter {
     switch (n->op) {
       case UnaryOp::Neg: return n->dtype.is_float() ? b_.CreateFNeg(x) : b_.CreateNeg(x);
       case UnaryOp::Not: return b_.CreateNot(x);
-      case UnaryOp::Exp: return emit_exp(b_, m_, x, {avx2_, avx512_});
+      case UnaryOp::Exp: return emit_exp(b_, m_, x, isa_);
       case UnaryOp::Log: return b_.CreateCall(intrinsic(llvm::Intrinsic::log, t), {x});
       case UnaryOp::Sqrt: return b_.CreateCall(intrinsic(llvm::Intrinsic::sqrt, t), {x});
       case UnaryOp::Rsqrt:
@@ -684,8 +684,8 @@ class FunctionEmitter {
       case UnaryOp::Abs:
         if (n->dtype.is_float()) return b_.CreateCall(intrinsic(llvm::Intrinsic::fabs, t), {x});
         return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::Constant::getNullValue(t)), b_.CreateNeg(x), x);
-      case UnaryOp::Tanh: return emit_tanh(b_, m_, x, {avx2_, avx512_});
-      case UnaryOp::Erf: return emit_erf(b_, m_, x, {avx2_, avx512_});
+      case UnaryOp::Tanh: return emit_tanh(b_, m_, x, isa_);
+      case UnaryOp::Erf: return emit_erf(b_, m_, x, isa_);
     }
     throw InternalError("codegen: bad unary op");
   }
@@ -846,8 +846,8 @@ class FunctionEmitter {
   bool in_parallel_ = false;
   bool clamp_loads_ = false;  // inside a speculated select
   Value* mask_ = nullptr;       // lanes live under a lane-varying select
-  const bool avx2_;             // the target has AVX2: vpermps over 8 floats
-  const bool avx512_;           // the target has AVX-512: masked vector loads and stores, vscalefps
+  // AVX2: vpermps over 8 floats; AVX-512: masked vector loads and stores, vscalefps.
+  const VectorIsa isa_;
   const bool masked_loads_;     // ... or AVX: masked vector loads (vmaskmovps)
   Value* tail_mask_ = nullptr;  // in a masked vector: its live lanes
   Value* tail_count_ = nullptr;  // ... and how many
