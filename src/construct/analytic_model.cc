@@ -1288,16 +1288,14 @@ Estimate estimate_cpu(const AnchorInfo& an, const StateData& s, const HwSpec& hw
     // (matmul 37x4096x1000, B packed 100 x 24 at a time and so hidden, was
     // picked over B packed 100 x 480 and ran 1.16x the time).
     const size_t near = pack_source_level(s, level);
-    double operand_bytes = x.const_shape.empty() ? bytes : 4;  // symbolic: as many as the packs read
-    for (int64_t d : x.const_shape) operand_bytes *= double(d);
+    const double operand_bytes = x.const_bytes().value_or(bytes);  // symbolic: as many as the packs read
     const size_t far = level_holding(cpu, operand_bytes, near);
     const double first = std::min(bytes, operand_bytes);
     auto read_s = [&](double b, size_t from) {
       return b * (1 - demand) / read_bandwidth(cpu, from) + b * demand / scattered_bandwidth(cpu, from);
     };
-    const bool ahead = count > 1 && !s.packs_halo(an, i) && reads_vector_runs(s, an, x) &&
-                       operand_bytes > double(caches.l2_bytes) && 16 * region <= double(caches.l2_bytes) &&
-                       far < cpu.caches.size();
+    const bool ahead = count > 1 && far < cpu.caches.size() &&
+                       hints_next_pack_region(s, an, i, operand_bytes, region, caches.l2_bytes);
     const double farther_s = read_s(first, far) - read_s(first, near);
     const double hidden_s = ahead ? std::min(farther_s, hiding_s) : 0;
     hiding_s -= hidden_s;

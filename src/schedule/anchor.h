@@ -37,6 +37,13 @@ struct Access {
   std::vector<std::vector<Term>> dim_terms;  // [dim]
   // The tensor's size along each dimension; empty when one is symbolic.
   std::vector<int64_t> const_shape;
+  // The tensor's bytes at 4 an element; nullopt when a dimension is symbolic.
+  std::optional<double> const_bytes() const {
+    if (const_shape.empty()) return std::nullopt;
+    double bytes = 4;
+    for (int64_t d : const_shape) bytes *= double(d);
+    return bytes;
+  }
   bool guarded = false;  // reads through a select (padding): a branch per element unless packed
   // Per dimension of a guarded read, the extent of the tensor behind the
   // padding where the padded stage reads it at its own index plus a

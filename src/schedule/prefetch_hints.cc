@@ -57,6 +57,13 @@ bool reads_vector_runs(const StateData& s, const AnchorInfo& an, const Access& x
   return true;
 }
 
+bool hints_next_pack_region(const StateData& s, const AnchorInfo& an, size_t access, double operand_bytes,
+                            double region_elems, int64_t l2_bytes) {
+  const double l2 = double(l2_bytes);
+  return l2 > 0 && !s.packs_halo(an, access) && reads_vector_runs(s, an, an.accesses[access]) &&
+         operand_bytes > l2 && 4 * 4 * region_elems <= l2;
+}
+
 std::optional<int64_t> gapped_row_stride(const StateData& s, const AnchorInfo& an, const Access& x, int axis,
                                          int64_t run, int64_t line_elems) {
   if (x.guarded || !x.stride[size_t(axis)] || !reads_vector_runs(s, an, x)) return std::nullopt;

@@ -31,6 +31,17 @@ struct HintReach {
 // such runs (of the access in place, or of a packed one's next region).
 bool reads_vector_runs(const StateData& s, const AnchorInfo& an, const Access& x);
 
+// Whether packed access `access` of `s`, an operand of `operand_bytes`, is
+// one whose next pack region's source micro-kernels ask L2 for while they
+// read the current region: the operand outgrows L2 (`l2_bytes`; 0: unknown,
+// never), two regions of `region_elems` fit in half of it, it is not packed
+// as a halo tile, and the micro-kernel reads it in vector runs. Lowering
+// emits those hints (lower/cpu/tiled_nest.cc, which also needs loops around
+// the pack and the hinted loop to move the access); the model hides the
+// reads they move ahead (construct/analytic_model.cc).
+bool hints_next_pack_region(const StateData& s, const AnchorInfo& an, size_t access, double operand_bytes,
+                            double region_elems, int64_t l2_bytes);
+
 // The stride, along reduction axis `axis`, of access `x` where state `s`'s
 // micro-kernel reads it in place in runs of `run` elements along the vector
 // axis with gaps between them (reads_vector_runs, unguarded, the stride at

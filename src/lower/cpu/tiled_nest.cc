@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <unordered_map>
@@ -913,8 +914,8 @@ class TiledNest {
     auto combine_into = [&](const Expr& lane, const Expr& value, const Expr& copy = make_int(0)) {
       return make_store(acc, acc_index(lane, copy), combine(make_load(acc, acc_index(lane, copy)), value));
     };
-    auto accumulate = [&](const Expr& lane, const std::vector<Expr>& at) {
-      return combine_into(lane, source_at(r, at));
+    auto accumulate = [&](const Expr& lane, const std::vector<Expr>& at, const Expr& copy = make_int(0)) {
+      return combine_into(lane, source_at(r, at), copy);
     };
     Stmt update;
     PaddingSkips skips(rvars.size());
@@ -970,7 +971,7 @@ class TiledNest {
         std::vector<Expr> at = e;
         for (size_t k = size_t(unrolled) + 1; k < reduce_order_.size(); ++k) at[reduce_order_[k]] = make_int(0);
         at[unrolled_axis] = position;
-        Stmt body = wrap(el, combine_into(make_int(0), source_at(r, at), into));
+        Stmt body = wrap(el, accumulate(make_int(0), at, into));
         const Stmt hints = hinted ? prefetches(r, at, unrolled_axis).hints : nullptr;
         return hints ? make_seq({hints, body}) : body;
       };
@@ -1114,13 +1115,11 @@ class TiledNest {
     const Access& x = an_.accesses[i];
     const PackedAccess& p = packed_[i];
     const int64_t l2 = in_.caches.l2_bytes;
-    if (!p.buffer || halo(int(i)) || p.enclosing.empty() || l2 <= 0 || !x.uses_axis[size_t(axis)] ||
-        !reads_vector_runs(s_, an_, x))
-      return false;
-    double operand = 4;  // bytes; symbolic sizes count as large
-    for (int64_t d : x.const_shape) operand *= double(d);
+    if (!p.buffer || p.enclosing.empty() || !x.uses_axis[size_t(axis)]) return false;
     const std::optional<int64_t> region = product(p.buffer->shape).as_const_int();
-    if ((!x.const_shape.empty() && operand <= double(l2)) || !region || 4 * 4 * *region > l2) return false;
+    // Symbolic sizes count as large.
+    const double operand = x.const_bytes().value_or(std::numeric_limits<double>::infinity());
+    if (!region || !hints_next_pack_region(s_, an_, i, operand, double(*region), l2)) return false;
     // The loops around the pack at their next iteration, the innermost
     // first, each carried into when those inside it wrap around.
     VarMap next;
